@@ -1,0 +1,361 @@
+/// Why a text is not JSON, and where.
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Byte offset into the input.
+    public var offset: Int
+    /// 1-based line and column (in bytes) of `offset`.
+    public var line: Int
+    public var column: Int
+    public var reason: String
+
+    public var description: String { "line \(line), column \(column): \(reason)" }
+}
+
+extension JSONValue {
+    /// Parses JSON text with the grammar of RFC 8259 and the semantics of `JSON.parse`: any value at the top level,
+    /// later duplicate keys replace earlier ones in place, invalid UTF-8 becomes U+FFFD. Nesting deeper than
+    /// `maximumDepth` is rejected instead of exhausting the stack.
+    public init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = 512) throws(JSONParseError) {
+        let result: Result<JSONValue, JSONParseError> =
+            bytes.withContiguousStorageIfAvailable { buffer in
+                var parser = JSONParser(buffer, maximumDepth: maximumDepth)
+                return parser.parseDocument()
+            }
+            ?? Array(bytes).withUnsafeBufferPointer { buffer in
+                var parser = JSONParser(buffer, maximumDepth: maximumDepth)
+                return parser.parseDocument()
+            }
+        self = try result.get()
+    }
+
+    public init(parsing text: String, maximumDepth: Int = 512) throws(JSONParseError) {
+        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
+    }
+}
+
+struct JSONParser {
+    private let input: UnsafeBufferPointer<UInt8>
+    private var position = 0
+    private var depth = 0
+    private let maximumDepth: Int
+
+    init(_ input: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+        self.input = input
+        self.maximumDepth = maximumDepth
+    }
+
+    mutating func parseDocument() -> Result<JSONValue, JSONParseError> {
+        do {
+            skipWhitespace()
+            let value = try parseValue()
+            skipWhitespace()
+            if position < input.count {
+                throw error("unexpected \(describe(input[position])) after the JSON value")
+            }
+            return .success(value)
+        } catch let error as JSONParseError {
+            return .failure(error)
+        } catch {
+            return .failure(self.error("internal parser error"))
+        }
+    }
+
+    private func error(_ reason: String, at offset: Int? = nil) -> JSONParseError {
+        let offset = min(offset ?? position, input.count)
+        var line = 1
+        var lineStart = 0
+        for index in 0..<offset where input[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        return JSONParseError(offset: offset, line: line, column: offset - lineStart + 1, reason: reason)
+    }
+
+    private func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte < 0x7F {
+            return "'\(Character(Unicode.Scalar(byte)))'"
+        }
+        return "byte 0x\(String(byte, radix: 16))"
+    }
+
+    private mutating func skipWhitespace() {
+        while position < input.count {
+            switch input[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws -> JSONValue {
+        guard position < input.count else { throw error("unexpected end of input, expected a value") }
+        switch input[position] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected \(describe(input[position])), expected a value")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws {
+        let count = literal.utf8CodeUnitCount
+        guard position + count <= input.count else { throw error("invalid literal") }
+        let bytes = UnsafeBufferPointer(start: literal.utf8Start, count: count)
+        for index in 0..<count where input[position + index] != bytes[index] {
+            throw error("invalid literal", at: position + index)
+        }
+        position += count
+    }
+
+    private mutating func enter() throws {
+        depth += 1
+        if depth > maximumDepth { throw error("nesting deeper than \(maximumDepth) levels") }
+    }
+
+    private mutating func parseObject() throws -> JSONValue {
+        try enter()
+        position += 1
+        var members: [JSONObject.Member] = []
+        skipWhitespace()
+        if position < input.count, input[position] == UInt8(ascii: "}") {
+            position += 1
+            depth -= 1
+            return .object(JSONObject())
+        }
+        while true {
+            skipWhitespace()
+            guard position < input.count, input[position] == UInt8(ascii: "\"") else {
+                throw error(position < input.count ? "expected a member name in quotes" : "unterminated object")
+            }
+            let key = try parseString()
+            skipWhitespace()
+            guard position < input.count, input[position] == UInt8(ascii: ":") else {
+                throw error("expected ':' after a member name")
+            }
+            position += 1
+            skipWhitespace()
+            let value = try parseValue()
+            members.append(JSONObject.Member(key: key, value: value))
+            skipWhitespace()
+            guard position < input.count else { throw error("unterminated object") }
+            if input[position] == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            if input[position] == UInt8(ascii: "}") {
+                position += 1
+                break
+            }
+            throw error("expected ',' or '}' in an object")
+        }
+        depth -= 1
+        return .object(JSONObject(uniquing: members))
+    }
+
+    private mutating func parseArray() throws -> JSONValue {
+        try enter()
+        position += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if position < input.count, input[position] == UInt8(ascii: "]") {
+            position += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard position < input.count else { throw error("unterminated array") }
+            if input[position] == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            if input[position] == UInt8(ascii: "]") {
+                position += 1
+                break
+            }
+            throw error("expected ',' or ']' in an array")
+        }
+        depth -= 1
+        return .array(elements)
+    }
+
+    private mutating func parseString() throws -> String {
+        let start = position
+        position += 1
+        let contentStart = position
+        // Fast path: no escapes.
+        while position < input.count {
+            let byte = input[position]
+            if byte == UInt8(ascii: "\"") {
+                let content = UnsafeBufferPointer(rebasing: input[contentStart..<position])
+                position += 1
+                return String(decoding: content, as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in a string; it must be escaped") }
+            position += 1
+        }
+        guard position < input.count else { throw error("unterminated string", at: start) }
+
+        var bytes = Array(UnsafeBufferPointer(rebasing: input[contentStart..<position]))
+        while position < input.count {
+            let byte = input[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                return String(decoding: bytes, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard position < input.count else { throw error("unterminated string", at: start) }
+                let escape = input[position]
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
+                case UInt8(ascii: "/"): bytes.append(UInt8(ascii: "/"))
+                case UInt8(ascii: "b"): bytes.append(0x08)
+                case UInt8(ascii: "f"): bytes.append(0x0C)
+                case UInt8(ascii: "n"): bytes.append(0x0A)
+                case UInt8(ascii: "r"): bytes.append(0x0D)
+                case UInt8(ascii: "t"): bytes.append(0x09)
+                case UInt8(ascii: "u"):
+                    let scalar = try parseUnicodeEscape()
+                    bytes.append(contentsOf: String(Character(scalar)).utf8)
+                default:
+                    throw error("invalid escape '\\\(Character(Unicode.Scalar(escape)))'", at: position - 2)
+                }
+            case 0x00..<0x20:
+                throw error("control character in a string; it must be escaped")
+            default:
+                bytes.append(byte)
+                position += 1
+            }
+        }
+        throw error("unterminated string", at: start)
+    }
+
+    /// Reads the four hex digits after `\u` (and a following low surrogate escape, if any).
+    private mutating func parseUnicodeEscape() throws -> Unicode.Scalar {
+        let high = try parseHex4()
+        if (0xD800...0xDBFF).contains(high) {
+            if position + 6 <= input.count, input[position] == UInt8(ascii: "\\"),
+                input[position + 1] == UInt8(ascii: "u")
+            {
+                let saved = position
+                position += 2
+                let low = try parseHex4()
+                if (0xDC00...0xDFFF).contains(low) {
+                    let value = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                    return Unicode.Scalar(value) ?? "\u{FFFD}"
+                }
+                position = saved
+            }
+            return "\u{FFFD}"  // a lone surrogate cannot be held in a Swift String
+        }
+        return Unicode.Scalar(high) ?? "\u{FFFD}"
+    }
+
+    private mutating func parseHex4() throws -> UInt32 {
+        guard position + 4 <= input.count else { throw error("incomplete \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = input[position]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw error("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | UInt32(digit)
+            position += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws -> Double {
+        let start = position
+        var negative = false
+        if input[position] == UInt8(ascii: "-") {
+            negative = true
+            position += 1
+        }
+        guard position < input.count, isDigit(input[position]) else { throw error("invalid number", at: start) }
+        var integer: UInt64 = 0
+        var integerDigits = 0
+        if input[position] == UInt8(ascii: "0") {
+            position += 1
+            if position < input.count, isDigit(input[position]) {
+                throw error("leading zeros are not allowed in numbers", at: start)
+            }
+            integerDigits = 1
+        } else {
+            while position < input.count, isDigit(input[position]) {
+                if integerDigits < 18 {
+                    integer = integer * 10 + UInt64(input[position] - UInt8(ascii: "0"))
+                }
+                integerDigits += 1
+                position += 1
+            }
+        }
+        var isIntegral = true
+        if position < input.count, input[position] == UInt8(ascii: ".") {
+            isIntegral = false
+            position += 1
+            guard position < input.count, isDigit(input[position]) else {
+                throw error("expected a digit after the decimal point")
+            }
+            while position < input.count, isDigit(input[position]) { position += 1 }
+        }
+        if position < input.count, input[position] == UInt8(ascii: "e") || input[position] == UInt8(ascii: "E") {
+            isIntegral = false
+            position += 1
+            if position < input.count, input[position] == UInt8(ascii: "+") || input[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard position < input.count, isDigit(input[position]) else {
+                throw error("expected a digit in the exponent")
+            }
+            while position < input.count, isDigit(input[position]) { position += 1 }
+        }
+        if isIntegral && integerDigits <= 15 {
+            let magnitude = Double(integer)
+            return negative ? -magnitude : magnitude
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<position]), as: UTF8.self)
+        guard let value = Double(text) else { throw error("invalid number", at: start) }
+        return value
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}
+
+extension JSONObject {
+    /// Builds an object from parsed members: a repeated key keeps its first position and its last value.
+    init(uniquing parsed: [Member]) {
+        if parsed.count <= 16 {
+            self.init()
+            for member in parsed { self[member.key] = member.value }
+            return
+        }
+        var indexByKey: [String: Int] = [:]
+        var unique: [Member] = []
+        unique.reserveCapacity(parsed.count)
+        for member in parsed {
+            if let index = indexByKey[member.key] {
+                unique[index].value = member.value
+            } else {
+                indexByKey[member.key] = unique.count
+                unique.append(member)
+            }
+        }
+        self.init(uncheckedMembers: unique)
+    }
+}

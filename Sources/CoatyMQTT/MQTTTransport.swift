@@ -1,0 +1,142 @@
+/// An MQTT 3.1.1 client connection as the communication manager needs it: QoS 0 only, clean session, one will.
+///
+/// Inbound messages go to a handler called on the transport's network thread, so that an event reaches its
+/// observer with a single thread hop, as in a bare client. Connection changes arrive in order on
+/// `connectionEvents`.
+public protocol MQTTTransport: AnyObject, Sendable {
+    /// Connection changes, in order. There is one consumer.
+    var connectionEvents: AsyncStream<MQTTConnectionEvent> { get }
+
+    /// Starts connecting in the background (reconnecting by the options' policy) and returns at once.
+    /// `handler` receives every inbound message on the network thread; it must not block.
+    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void)
+        throws(MQTTError)
+
+    /// Sends at QoS 0. Fails with `.notConnected` while offline: the caller queues.
+    func publish(_ message: MQTTMessage) throws(MQTTError)
+
+    func subscribe(_ topicFilter: String) throws(MQTTError)
+    func unsubscribe(_ topicFilter: String) throws(MQTTError)
+
+    /// Ends the connection and the network thread. `.clean` sends DISCONNECT after everything already published,
+    /// so the broker drops the will; `.abrupt` closes the socket so the broker publishes the will.
+    func disconnect(_ mode: MQTTDisconnectMode) async
+}
+
+public enum MQTTDisconnectMode: Sendable {
+    case clean
+    case abrupt
+}
+
+public struct MQTTMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], retain: Bool = false) {
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+    }
+}
+
+public enum MQTTConnectionEvent: Sendable, Equatable {
+    /// The broker accepted the connection (initially or after a reconnect).
+    case connected
+    /// The connection attempt failed or an established connection was lost.
+    case connectionLost(reason: String)
+    /// The next attempt is scheduled after `delay`; `attempt` counts from 1 since the last successful connect.
+    case reconnecting(attempt: Int, delay: Duration)
+    /// The maximum number of attempts was used up; the transport stays offline.
+    case gaveUp(attempts: Int)
+    /// `disconnect` finished.
+    case disconnected
+}
+
+public struct MQTTConnectOptions: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var clientId: String
+    public var keepAlive: Duration
+    public var username: String?
+    public var password: String?
+    public var tls: MQTTTLSOptions?
+    public var will: MQTTMessage?
+    public var reconnect: MQTTReconnectPolicy
+
+    public init(
+        host: String, port: Int = 1883, clientId: String, keepAlive: Duration = .seconds(60),
+        username: String? = nil, password: String? = nil, tls: MQTTTLSOptions? = nil, will: MQTTMessage? = nil,
+        reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy()
+    ) {
+        self.host = host
+        self.port = port
+        self.clientId = clientId
+        self.keepAlive = keepAlive
+        self.username = username
+        self.password = password
+        self.tls = tls
+        self.will = will
+        self.reconnect = reconnect
+    }
+}
+
+public struct MQTTTLSOptions: Sendable, Equatable {
+    /// PEM file of the certificate authority that signed the broker's certificate.
+    public var caFile: String
+    /// PEM client certificate and key, for brokers that require client authentication.
+    public var certFile: String?
+    public var keyFile: String?
+    /// Skips the host name check of the broker certificate (for brokers addressed by IP). Chain validation stays.
+    public var allowsHostnameMismatch: Bool
+
+    public init(caFile: String, certFile: String? = nil, keyFile: String? = nil, allowsHostnameMismatch: Bool = false) {
+        self.caFile = caFile
+        self.certFile = certFile
+        self.keyFile = keyFile
+        self.allowsHostnameMismatch = allowsHostnameMismatch
+    }
+}
+
+/// Exponential backoff between connection attempts: `minimumDelay`, doubled after each failed attempt up to
+/// `maximumDelay`; after `maximumAttempts` failed attempts in a row (nil = never) the transport gives up.
+public struct MQTTReconnectPolicy: Sendable, Equatable {
+    public var minimumDelay: Duration
+    public var maximumDelay: Duration
+    public var maximumAttempts: Int?
+
+    public init(minimumDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), maximumAttempts: Int? = nil) {
+        self.minimumDelay = minimumDelay
+        self.maximumDelay = maximumDelay
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// The delay before attempt `attempt` (1-based).
+    public func delay(beforeAttempt attempt: Int) -> Duration {
+        var delay = minimumDelay
+        var remaining = max(0, attempt - 1)
+        while remaining > 0 && delay < maximumDelay {
+            delay *= 2
+            remaining -= 1
+        }
+        return min(delay, maximumDelay)
+    }
+}
+
+public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notConnected
+    case invalidTopic(String)
+    case payloadTooLarge(Int)
+    case tls(String)
+    case library(code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .notConnected: "not connected to the broker"
+        case .invalidTopic(let topic): "invalid MQTT topic \"\(topic)\""
+        case .payloadTooLarge(let size): "payload of \(size) bytes is too large"
+        case .tls(let message): "TLS: \(message)"
+        case .library(let code, let message): "libmosquitto error \(code): \(message)"
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Testing
+
+@testable import CoatyJSON
+
+@Suite struct JSONSerializationTests {
+    @Test(arguments: [
+        (21.5, "21.5"), (22, "22"), (-0.0, "0"), (0.1, "0.1"), (1e21, "1e+21"), (1e20, "100000000000000000000"),
+        (1.2345678901234568e20, "123456789012345680000"), (1.5e-7, "1.5e-7"), (0.000001, "0.000001"),
+        (1e-7, "1e-7"), (-273.15, "-273.15"), (1700000000000, "1700000000000"), (0.1 + 0.2, "0.30000000000000004"),
+        (.leastNonzeroMagnitude, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (-1e-10, "-1e-10"),
+        (123e-20, "1.23e-18"), (1e15, "1000000000000000"), (12345.6789e10, "123456789000000"),
+        (.infinity, "null"), (.nan, "null"), (9007199254740994, "9007199254740994"), (-1.5, "-1.5"),
+    ])
+    func numbersAsJavaScriptWritesThem(value: Double, expected: String) {
+        #expect(JSONValue.number(value).serialized() == expected)
+    }
+
+    @Test func stringsEscapeOnlyWhatJSONStringifyEscapes() {
+        let value = JSONValue.string("a\"b\\c/d\u{08}\u{0C}\n\r\t\u{01}\u{1F}é€😀\u{2028}")
+        #expect(value.serialized() == "\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\\u0001\\u001f\u{E9}\u{20AC}😀\u{2028}\"")
+    }
+
+    @Test func objectsKeepMemberOrderAndReplaceInPlace() {
+        var object: JSONObject = ["name": "x", "coreType": "IoNode"]
+        object["objectId"] = "1"
+        object["name"] = "y"
+        #expect(JSONValue.object(object).serialized() == #"{"name":"y","coreType":"IoNode","objectId":"1"}"#)
+        object["coreType"] = nil
+        #expect(object.keys == ["name", "objectId"])
+        object.set("absent", ifPresent: nil)
+        #expect(!object.contains(key: "absent"))
+    }
+
+    @Test func equalityIgnoresMemberOrder() {
+        let a: JSONValue = ["a": 1, "b": [true, nil]]
+        let b: JSONValue = ["b": [true, nil], "a": 1]
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(a != ["a": 1, "b": [true, false]])
+    }
+}
+
+@Suite struct JSONParserTests {
+    @Test func capturedCoatyJSFrameRoundTripsByteForByte() throws {
+        let frame =
+            #"{"object":{"name":"TemperatureMeasurement","coreType":"IoContext","objectType":"coaty.test.TemperatureIoContext","objectId":"55555555-5555-4555-8555-555555555555","operatingState":"normal","parentObjectId":"44444444-4444-4444-8444-444444444444"}}"#
+        let value = try JSONValue(parsing: frame)
+        #expect(value.serialized() == frame)
+        #expect(value["object"]?["operatingState"] == "normal")
+    }
+
+    @Test func scalarsAtTopLevel() throws {
+        #expect(try JSONValue(parsing: "21.5") == .number(21.5))
+        #expect(try JSONValue(parsing: " \"on\" ") == "on")
+        #expect(try JSONValue(parsing: "null") == .null)
+        #expect(try JSONValue(parsing: "-0") == .number(-0.0))
+        #expect(try JSONValue(parsing: "1E400") == .number(.infinity))
+        #expect(try JSONValue(parsing: "123456789012345678901234") == .number(1.2345678901234568e23))
+    }
+
+    @Test func escapesAndSurrogates() throws {
+        #expect(try JSONValue(parsing: #""\u00e9\ud83d\ude00\/\n""#) == .string("é😀/\n"))
+        #expect(try JSONValue(parsing: #""\ud800x""#) == .string("\u{FFFD}x"))
+    }
+
+    @Test func duplicateKeysKeepFirstPositionAndLastValue() throws {
+        let value = try JSONValue(parsing: #"{"a":1,"b":2,"a":3}"#)
+        #expect(value.serialized() == #"{"a":3,"b":2}"#)
+        let many = "{" + (0..<40).map { "\"k\($0 % 20)\":\($0)" }.joined(separator: ",") + "}"
+        let parsed = try JSONValue(parsing: many)
+        #expect(parsed.objectValue?.count == 20)
+        #expect(parsed["k0"] == 20)
+        #expect(parsed.objectValue?.keys.first == "k0")
+    }
+
+    @Test func invalidUTF8BecomesReplacementCharacter() throws {
+        let value = try JSONValue(parsing: [0x22, 0x61, 0xFF, 0x22])
+        #expect(value == .string("a\u{FFFD}"))
+    }
+
+    @Test(arguments: [
+        ("", "unexpected end of input"), ("{", "unterminated object"), ("[1,]", "unexpected ']'"),
+        ("{\"a\":1,}", "expected a member name"), ("01", "leading zeros"), ("1.", "decimal point"),
+        ("\"a", "unterminated string"), ("\"\u{01}\"", "control character"), ("tru", "invalid literal"),
+        ("[1] x", "after the JSON value"), ("\"\\x\"", "invalid escape"), ("{'a':1}", "member name"),
+        ("NaN", "expected a value"), ("\u{FEFF}1", "expected a value"), ("1e", "exponent"), ("-", "invalid number"),
+    ])
+    func rejectsWhatJSONParseRejects(text: String, reason: String) {
+        #expect {
+            try JSONValue(parsing: text)
+        } throws: { error in
+            (error as? JSONParseError)?.reason.contains(reason) == true
+        }
+    }
+
+    @Test func errorsSayLineAndColumn() {
+        do {
+            _ = try JSONValue(parsing: "{\n  \"a\": 1,\n  \"b\": ]\n}")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.line == 3)
+            #expect(error.column == 8)
+        }
+    }
+
+    @Test func deepNestingIsRejectedNotACrash() {
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
+        #expect(throws: Never.self) { try JSONValue(parsing: String(repeating: "[", count: 500) + String(repeating: "]", count: 500)) }
+    }
+}
+
+@Suite struct JSONCursorTests {
+    @Test func errorsNameTheJSONPath() throws {
+        let document = try JSONValue(parsing: #"{"communication":{"brokerUrl":5,"tls":{"ca file":true}},"rules":[{},{"rate":-1}]}"#)
+        let root = JSONCursor(document)
+        #expect(throws: JSONShapeError(path: JSONPath([.key("communication"), .key("brokerUrl")]), reason: "expected a string, found number")) {
+            try root.required("communication").required("brokerUrl").string()
+        }
+        let rules = try root.required("rules").elements()
+        #expect(throws: JSONShapeError(path: JSONPath([.key("rules"), .index(1), .key("rate")]), reason: "-1 is out of range 0...100")) {
+            try rules[1].required("rate").integer(in: 0...100)
+        }
+        let tls = try root.required("communication").required("tls")
+        do {
+            try tls.allowOnly(["caFile"])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.path.description == #"$.communication.tls["ca file"]"#)
+        }
+        #expect(throws: JSONShapeError.self) { try rules[0].required("name") }
+    }
+}
