@@ -8,6 +8,13 @@ let package = Package(
         .library(name: "CoatyJSON", targets: ["CoatyJSON"])
     ],
     targets: [
+        // C libraries; nothing else touches C.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
+        .systemLibrary(name: "CI2C"),
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod"),
+        // Emulated devices for tests and the demo (umockdev).
+        .systemLibrary(name: "CUMockDev", pkgConfig: "umockdev-1.0"),
+
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
 
