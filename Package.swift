@@ -18,6 +18,9 @@ let package = Package(
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
 
+        // Hardware: buses, drivers, sensors and GPIO lines.
+        .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
+
         // Communication.
         .target(name: "CoatyMQTT"),
 

@@ -1,0 +1,54 @@
+/// One quantity a sensor measured.
+public struct Measurement: Sendable, Hashable {
+    public var quantity: Quantity
+    public var value: Double
+
+    public init(_ quantity: Quantity, _ value: Double) {
+        self.quantity = quantity
+        self.value = value
+    }
+}
+
+public enum Quantity: String, Sendable, Hashable, CaseIterable {
+    /// Degrees Celsius.
+    case temperature
+    /// Percent relative humidity.
+    case humidity
+    /// Hectopascal.
+    case pressure
+}
+
+/// A physical sensor: a chip on a bus, a 1-Wire device, a thermal zone.
+public protocol Sensor: Sendable {
+    /// What the sensor is and where, for logs and status: "BME280 at 0x76 on /dev/i2c-1".
+    var label: String { get }
+    /// The quantities `read()` returns, in that order.
+    var quantities: [Quantity] { get }
+    /// Takes one reading of every quantity. A device that does not answer, answers wrongly or fails a check
+    /// throws; it never returns a made-up number.
+    func read() async throws(SensorError) -> [Measurement]
+}
+
+public enum SensorError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No device answers: NACK/ENXIO on I2C, a missing device node or sysfs file.
+    case noDevice(String)
+    /// The bus or file failed (EIO, EREMOTEIO, ...).
+    case io(errno: Int32, String)
+    /// The chip identifies itself as something else.
+    case wrongChipId(expected: UInt32, found: UInt32)
+    /// The checksum of the data does not match.
+    case checksumMismatch(String)
+    /// The device answered with data that is not a measurement (a power-on value, an out-of-range raw value).
+    case invalidReading(String)
+
+    public var description: String {
+        switch self {
+        case .noDevice(let detail): "no device: \(detail)"
+        case .io(let errno, let detail): "I/O error \(errno): \(detail)"
+        case .wrongChipId(let expected, let found):
+            "wrong chip id 0x\(String(found, radix: 16)), expected 0x\(String(expected, radix: 16))"
+        case .checksumMismatch(let detail): "checksum mismatch: \(detail)"
+        case .invalidReading(let detail): "invalid reading: \(detail)"
+        }
+    }
+}
