@@ -17,6 +17,8 @@ let package = Package(
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
+        // Coaty objects, events, topics and filters.
+        .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
@@ -25,5 +27,6 @@ let package = Package(
         .target(name: "CoatyMQTT"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
+        .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
     ]
 )

@@ -1,0 +1,149 @@
+import CoatyJSON
+
+/// Any event of the Coaty protocol except IoValue and Raw, which carry bare values or bytes.
+public enum CoatyEvent: Sendable, Hashable {
+    case advertise(AdvertiseEvent)
+    case deadvertise(DeadvertiseEvent)
+    case channel(ChannelEvent)
+    case associate(AssociateEvent)
+    case discover(DiscoverEvent)
+    case resolve(ResolveEvent)
+    case retrieve(RetrieveEvent)
+    case update(UpdateEvent)
+    case complete(CompleteEvent)
+    case returnEvent(ReturnEvent)
+
+    public var eventType: CoatyEventType {
+        switch self {
+        case .advertise: .advertise
+        case .deadvertise: .deadvertise
+        case .channel: .channel
+        case .associate: .associate
+        case .discover: .discover
+        case .resolve: .resolve
+        case .retrieve: .retrieve
+        case .update: .update
+        case .complete: .complete
+        case .returnEvent: .returnEvent
+        }
+    }
+
+    public var payload: JSONObject {
+        switch self {
+        case .advertise(let event): event.payload
+        case .deadvertise(let event): event.payload
+        case .channel(let event): event.payload
+        case .associate(let event): event.payload
+        case .discover(let event): event.payload
+        case .resolve(let event): event.payload
+        case .retrieve(let event): event.payload
+        case .update(let event): event.payload
+        case .complete(let event): event.payload
+        case .returnEvent(let event): event.payload
+        }
+    }
+
+    /// The filters of the event level this event is published under; Advertise and Update may have two.
+    public var topicFilters: [String?] {
+        switch self {
+        case .advertise(let event): event.topicFilters
+        case .update(let event): event.topicFilters
+        case .channel(let event): [event.channelId]
+        case .associate(let event): [event.ioContextName]
+        default: [nil]
+        }
+    }
+}
+
+/// A message received from the broker, classified.
+public enum InboundMessage: Sendable, Hashable {
+    case event(CoatyTopic, CoatyEvent)
+    /// A value on a Coaty IoValue route.
+    case ioValue(topic: String, payload: [UInt8])
+    /// A topic outside the Coaty protocol: for Raw observers or an external IoValue route.
+    case raw(topic: String, payload: [UInt8])
+}
+
+/// Why a received message was dropped. Counted and logged by the communication manager, never fatal.
+public struct InboundRejection: Error, Sendable, Hashable, CustomStringConvertible {
+    public var topic: String
+    public var reason: String
+
+    public var description: String { "\(topic): \(reason)" }
+}
+
+/// Turns received topic and payload into events, validating them as Coaty JS does before it dispatches.
+public enum CoatyCodec {
+    public static func decode(topic: String, payload: [UInt8]) -> Result<InboundMessage, InboundRejection> {
+        guard CoatyTopic.isCoatyTopic(topic) else { return .success(.raw(topic: topic, payload: payload)) }
+        let parsed: CoatyTopic
+        do {
+            parsed = try CoatyTopic(parsing: topic)
+        } catch {
+            return .failure(InboundRejection(topic: topic, reason: error.description))
+        }
+        if parsed.eventType == .ioValue {
+            return .success(.ioValue(topic: topic, payload: payload))
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: payload)
+        } catch {
+            return .failure(InboundRejection(topic: topic, reason: "payload is not JSON: \(error)"))
+        }
+        do {
+            return .success(.event(parsed, try decodeEvent(parsed, json)))
+        } catch {
+            return .failure(InboundRejection(topic: topic, reason: "invalid \(parsed.eventType.rawValue) payload: \(error)"))
+        }
+    }
+
+    static func decodeEvent(_ topic: CoatyTopic, _ payload: JSONValue) throws(JSONShapeError) -> CoatyEvent {
+        let filter = topic.filter ?? ""
+        switch topic.eventType {
+        case .advertise:
+            let event = try AdvertiseEvent(payload: payload)
+            try checkObjectFilter(filter, matches: event.object)
+            return .advertise(event)
+        case .deadvertise:
+            return .deadvertise(try DeadvertiseEvent(payload: payload))
+        case .channel:
+            return .channel(try ChannelEvent(channelId: filter, payload: payload))
+        case .associate:
+            return .associate(try AssociateEvent(ioContextName: filter, payload: payload))
+        case .discover:
+            return .discover(try DiscoverEvent(payload: payload))
+        case .resolve:
+            return .resolve(try ResolveEvent(payload: payload))
+        case .query:
+            throw JSONShapeError(path: .root, reason: "Query is not supported yet")
+        case .retrieve:
+            return .retrieve(try RetrieveEvent(payload: payload))
+        case .update:
+            let event = try UpdateEvent(payload: payload)
+            try checkObjectFilter(filter, matches: event.object)
+            return .update(event)
+        case .complete:
+            return .complete(try CompleteEvent(payload: payload))
+        case .call:
+            throw JSONShapeError(path: .root, reason: "Call is not supported yet")
+        case .returnEvent:
+            return .returnEvent(try ReturnEvent(payload: payload))
+        case .ioValue:
+            preconditionFailure("IoValue payloads are not events")
+        }
+    }
+
+    /// `ADV:<CoreType>` must carry an object of that core type, `ADV::<objectType>` one of that object type.
+    private static func checkObjectFilter(_ filter: String, matches object: CoatyObject) throws(JSONShapeError) {
+        if filter.hasPrefix(":") {
+            guard object.objectType == filter.dropFirst() else {
+                throw JSONShapeError(path: JSONPath([.key("object"), .key("objectType")]), reason: "does not match the topic's object type \(filter.dropFirst())")
+            }
+        } else {
+            guard object.coreType.rawValue == filter else {
+                throw JSONShapeError(path: JSONPath([.key("object"), .key("coreType")]), reason: "does not match the topic's core type \(filter)")
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+/// Object ids and correlation ids: RFC 4122 version 4 UUIDs in lowercase canonical form on the wire.
+///
+/// Ids are carried as strings because Coaty JS accepts any non-empty string as an object id; CoatySwift narrowed
+/// them to UUIDs and fails to decode objects from agents that use other ids.
+public enum CoatyUUID {
+    public static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Whether `text` is a canonical version 4 UUID as Coaty generates them.
+    public static func isVersion4(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            switch index {
+            case 8, 13, 18, 23:
+                guard byte == UInt8(ascii: "-") else { return false }
+            case 14:
+                guard byte == UInt8(ascii: "4") else { return false }
+            case 19:
+                guard "89abAB".utf8.contains(byte) else { return false }
+            default:
+                guard "0123456789abcdefABCDEF".utf8.contains(byte) else { return false }
+            }
+        }
+        return true
+    }
+}
