@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .library(name: "CoatyJSON", targets: ["CoatyJSON"])
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
     targets: [
         // C libraries; nothing else touches C.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
@@ -25,8 +28,15 @@ let package = Package(
 
         // Communication.
         .target(name: "CoatyMQTT"),
+        .target(
+            name: "CoatyCommunication",
+            dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
+
+        // Test support.
+        .target(name: "CoatyTestSupport", dependencies: ["CoatyModel", "CoatyMQTT"], path: "Tests/CoatyTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
+        .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
     ]
 )

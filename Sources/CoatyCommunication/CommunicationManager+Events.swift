@@ -1,0 +1,195 @@
+import CoatyJSON
+import CoatyModel
+
+/// The typed event API: one-way publish and observe, requests with response streams, and responders.
+extension CommunicationManager {
+    // MARK: - Advertise, Deadvertise, Channel, Associate
+
+    /// Publishes on the core-type topic and, for application object types, on the object-type topic too.
+    public func publishAdvertise(_ event: AdvertiseEvent) async throws(CoatyError) {
+        guard CoatyName.isValid(event.object.objectType) else { throw .invalidName(event.object.objectType) }
+        publish(.advertise(event))
+    }
+
+    /// Advertisements of objects of a core type.
+    public func observeAdvertise(coreType: CoreType) -> AsyncStream<ReceivedEvent<AdvertiseEvent>> {
+        observe(.advertise, filter: coreType.rawValue) { topic, event in
+            guard case .advertise(let advertise) = event else { return nil }
+            return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: advertise)
+        }
+    }
+
+    /// Advertisements of objects of an object type. For a core object type (`coaty.IoNode`) this observes the
+    /// core-type topic and keeps the objects of exactly that type, as Coaty JS does.
+    public func observeAdvertise(objectType: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<AdvertiseEvent>> {
+        guard CoatyName.isValid(objectType) else { throw .invalidName(objectType) }
+        let filter = CoreType(coreObjectType: objectType).map(\.rawValue) ?? ":" + objectType
+        return observe(.advertise, filter: filter) { topic, event in
+            guard case .advertise(let advertise) = event, advertise.object.objectType == objectType else { return nil }
+            return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: advertise)
+        }
+    }
+
+    public func publishDeadvertise(_ event: DeadvertiseEvent) async {
+        publish(.deadvertise(event))
+    }
+
+    public func observeDeadvertise() -> AsyncStream<ReceivedEvent<DeadvertiseEvent>> {
+        observe(.deadvertise) { topic, event in
+            guard case .deadvertise(let deadvertise) = event else { return nil }
+            return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: deadvertise)
+        }
+    }
+
+    public func publishChannel(_ event: ChannelEvent) async throws(CoatyError) {
+        guard CoatyName.isValid(event.channelId) else { throw .invalidName(event.channelId) }
+        publish(.channel(event))
+    }
+
+    public func observeChannel(_ channelId: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<ChannelEvent>> {
+        guard CoatyName.isValid(channelId) else { throw .invalidName(channelId) }
+        return observe(.channel, filter: channelId) { topic, event in
+            guard case .channel(let channel) = event else { return nil }
+            return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: channel)
+        }
+    }
+
+    /// Publishes an association or disassociation decided by a router.
+    public func publishAssociate(_ event: AssociateEvent) async throws(CoatyError) {
+        guard CoatyName.isValid(event.ioContextName) else { throw .invalidName(event.ioContextName) }
+        publish(.associate(event))
+    }
+
+    public func observeAssociate(ioContextName: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<AssociateEvent>> {
+        guard CoatyName.isValid(ioContextName) else { throw .invalidName(ioContextName) }
+        return observe(.associate, filter: ioContextName) { topic, event in
+            guard case .associate(let associate) = event else { return nil }
+            return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: associate)
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Publishes the Discover when iteration starts and yields the valid Resolves until the consumer stops,
+    /// the timeout passes or the manager stops. Each iteration is a new request.
+    public func publishDiscover(_ event: DiscoverEvent, timeout: Duration? = nil) -> ResponseStream<ResolveEvent> {
+        request(.discover(event), timeout: timeout) { response in
+            guard case .resolve(let resolve) = response, event.accepts(resolve) else { return nil }
+            return resolve
+        }
+    }
+
+    /// Publishes the Update (twice, with separate correlation ids, for application object types) and yields the
+    /// Completes for the same object.
+    public func publishUpdate(_ event: UpdateEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<CompleteEvent> {
+        guard CoatyName.isValid(event.object.objectType) else { throw .invalidName(event.object.objectType) }
+        return request(.update(event), timeout: timeout) { response in
+            guard case .complete(let complete) = response, event.accepts(complete) else { return nil }
+            return complete
+        }
+    }
+
+    func request<Response: Sendable>(
+        _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
+    ) -> ResponseStream<Response> {
+        ResponseStream { [weak self] in
+            let (stream, continuation) = AsyncStream.makeStream(of: ReceivedEvent<Response>.self)
+            guard let self, let responseType = event.eventType.responseType else {
+                continuation.finish()
+                return stream
+            }
+            let payload = event.payload.serializedBytes()
+            var observerIds: [Int] = []
+            var messages: [(String, [UInt8])] = []
+            for filter in event.topicFilters {
+                let correlationId = CoatyUUID.random()
+                observerIds.append(
+                    addObserver(
+                        responseType, correlationId: correlationId,
+                        EventObserver(
+                            deliver: { [weak self] topic, response in
+                                if let accepted = accept(response) {
+                                    continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                                } else {
+                                    self?.rejectResponse(topic)
+                                }
+                            },
+                            finish: { continuation.finish() })))
+                messages.append((topic(event.eventType, filter: filter, correlationId: correlationId), payload))
+            }
+            enqueue(messages.map { .init(topic: $0.0, payload: $0.1) })
+            let timer = timeout.map { timeout in
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    continuation.finish()
+                }
+            }
+            continuation.onTermination = { [weak self, observerIds] _ in
+                timer?.cancel()
+                for id in observerIds { self?.removeObserver(id) }
+            }
+            return stream
+        }
+    }
+
+    private func rejectResponse(_ topic: CoatyTopic) {
+        logger.debug("dropped a response that does not answer its request: \(topic)")
+        incrementRejectedResponses()
+    }
+
+    // MARK: - Responders
+
+    /// Discover requests from any agent (the manager itself answers those for its identity and IO nodes).
+    public func observeDiscover() -> AsyncStream<DiscoverRequest> {
+        observe(.discover) { [weak self] topic, event in
+            guard case .discover(let discover) = event, let self, let correlationId = topic.correlationId else { return nil }
+            return DiscoverRequest(
+                sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
+                responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
+                    self?.publish(.resolve(resolve), correlationId: correlationId)
+                })
+        }
+    }
+
+    /// Update requests for objects of a core type.
+    public func observeUpdate(coreType: CoreType) -> AsyncStream<UpdateRequest> {
+        observeUpdate(filter: coreType.rawValue) { _ in true }
+    }
+
+    /// Update requests for objects of an object type (core object types observe the core-type topic).
+    public func observeUpdate(objectType: String) throws(CoatyError) -> AsyncStream<UpdateRequest> {
+        guard CoatyName.isValid(objectType) else { throw .invalidName(objectType) }
+        let filter = CoreType(coreObjectType: objectType).map(\.rawValue) ?? ":" + objectType
+        return observeUpdate(filter: filter) { $0.object.objectType == objectType }
+    }
+
+    private func observeUpdate(filter: String, where include: @escaping @Sendable (UpdateEvent) -> Bool)
+        -> AsyncStream<UpdateRequest>
+    {
+        observe(.update, filter: filter) { [weak self] topic, event in
+            guard case .update(let update) = event, include(update), let self, let correlationId = topic.correlationId
+            else { return nil }
+            return UpdateRequest(
+                sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: update,
+                responder: { [weak self] (complete: CompleteEvent) throws(CoatyError) in
+                    guard update.accepts(complete) else { throw .invalidName("Complete for another object") }
+                    self?.publish(.complete(complete), correlationId: correlationId)
+                })
+        }
+    }
+}
+
+/// The responses to one request. Iterating publishes the request (after subscribing to its responses); the
+/// sequence ends when the consumer stops, the timeout passes or the manager stops.
+public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
+    public typealias Element = ReceivedEvent<Response>
+    private let start: @Sendable () -> AsyncStream<Element>
+
+    init(start: @escaping @Sendable () -> AsyncStream<Element>) {
+        self.start = start
+    }
+
+    public func makeAsyncIterator() -> AsyncStream<Element>.Iterator {
+        start().makeAsyncIterator()
+    }
+}

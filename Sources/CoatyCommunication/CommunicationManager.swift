@@ -1,0 +1,608 @@
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import Logging
+import Synchronization
+
+/// Speaks the Coaty protocol for one agent over one broker connection.
+///
+/// Publications and subscriptions made while offline (or before `start`) are kept and applied on the next
+/// connect, in the protocol's order: subscriptions, then the agent's Identity and IoNode advertisements, then the
+/// queued publications. Observations are `AsyncStream`s that end when the manager stops or the consumer stops
+/// iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its own
+/// IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
+public final class CommunicationManager: Sendable {
+    public let identity: Identity
+    public let options: CommunicationOptions
+    public let ioNodeDefinitions: [IoNodeDefinition]
+
+    let logger: Logger
+    private let rawActorIds: Set<String>
+    private let makeTransport: @Sendable () -> any MQTTTransport
+    private let state: Mutex<State>
+    private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
+    private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
+
+    /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
+    struct EventObserver: Sendable {
+        var deliver: @Sendable (CoatyTopic, CoatyEvent) -> Void
+        var finish: @Sendable () -> Void
+    }
+
+    struct State: ~Copyable {
+        var operatingState = OperatingState.stopped
+        var transport: (any MQTTTransport)?
+        var connectionTask: Task<Void, Never>?
+        var isOnline = false
+        var ioNodes: [IoNode] = []
+        var routing: IoRoutingTable
+        /// Topic filters with the number of observers that need each, in the order they were first made.
+        var subscriptionCounts: [String: Int] = [:]
+        var subscriptionOrder: [String] = []
+        var queue: [MQTTMessage] = []
+        var isDraining = false
+        var nextObserverId = 0
+        var eventObservers: [String: [Int: EventObserver]] = [:]
+        var observerSubscriptions: [Int: (key: String, topicFilter: String)] = [:]
+        var ioValueObservers: [String: [Int: AsyncStream<IoValue>.Continuation]] = [:]
+        var ioStateObservers: [String: [Int: AsyncStream<IoState>.Continuation]] = [:]
+        var rawObservers: [Int: (filter: String, continuation: AsyncStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
+        var statistics = CommunicationStatistics()
+
+        mutating func makeObserverId() -> Int {
+            defer { nextObserverId += 1 }
+            return nextObserverId
+        }
+    }
+
+    /// - Parameter makeTransport: builds the connection for each start; defaults to libmosquitto in production,
+    ///   tests may pass another transport.
+    public init(
+        identity: Identity, options: CommunicationOptions, ioNodes: [IoNodeDefinition] = [],
+        logger: Logger = Logger(label: "coaty.communication"),
+        makeTransport: @escaping @Sendable () -> any MQTTTransport
+    ) {
+        self.identity = identity
+        self.options = options
+        // Nodes without sources and actors are dropped, as in Coaty JS.
+        ioNodeDefinitions = ioNodes.filter { !$0.ioSources.isEmpty || !$0.ioActors.isEmpty }
+        self.logger = logger
+        rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
+        self.makeTransport = makeTransport
+        let routing = IoRoutingTable(
+            sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
+            actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) })
+        state = Mutex(State(routing: routing))
+    }
+
+    // MARK: - States
+
+    public var operatingState: OperatingState { operatingStateBroadcast.value }
+    public var communicationState: CommunicationState { communicationStateBroadcast.value }
+
+    /// The current operating state, then every change.
+    public func operatingStates() -> AsyncStream<OperatingState> { operatingStateBroadcast.stream() }
+
+    /// The current communication state, then every change.
+    public func communicationStates() -> AsyncStream<CommunicationState> { communicationStateBroadcast.stream() }
+
+    public var statistics: CommunicationStatistics { state.withLock { $0.statistics } }
+
+    /// The IO nodes advertised in this run; their objectIds change on every start.
+    public var ioNodes: [IoNode] { state.withLock { $0.ioNodes } }
+
+    // MARK: - Start and stop
+
+    /// Connects and joins: subscriptions, Identity and IoNode advertisements, then queued publications.
+    /// Returns at once; the connection comes up in the background (see `communicationStates()`).
+    public func start() {
+        let nodes = ioNodeDefinitions.map { $0.makeNode(parentObjectId: identity.objectId) }
+        let transport = makeTransport()
+        let started = state.withLock { state -> Bool in
+            guard state.operatingState == .stopped else { return false }
+            state.operatingState = .started
+            state.ioNodes = nodes
+            state.transport = transport
+            for node in nodes {
+                addSubscription(
+                    CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .associate, filter: node.contextName),
+                    in: &state)
+            }
+            addSubscription(CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .discover), in: &state)
+            return true
+        }
+        guard started else { return }
+        operatingStateBroadcast.send(.started)
+
+        let connectOptions = MQTTConnectOptions(
+            host: options.host, port: options.port, clientId: clientId, keepAlive: options.keepAlive,
+            username: options.username, password: options.password, tls: options.tls,
+            will: unjoinMessage(nodes: nodes), reconnect: options.reconnect)
+        do {
+            try transport.connect(connectOptions) { [weak self] message in self?.receive(message) }
+        } catch {
+            logger.error("cannot connect to \(options.host):\(options.port): \(error)")
+        }
+        let task = Task { [weak self] in
+            for await event in transport.connectionEvents {
+                guard let self else { return }
+                await self.handle(event, on: transport)
+            }
+        }
+        state.withLock { $0.connectionTask = task }
+    }
+
+    /// Leaves: publishes the Deadvertise of the identity and IO nodes, disconnects (so the broker drops the
+    /// will; if the Deadvertise could not be sent, the socket is closed so the will tells the others), ends all
+    /// observations and forgets deferred publications and subscriptions.
+    public func stop() async {
+        let leaving = state.withLock { state -> (any MQTTTransport, Task<Void, Never>?, [IoNode])? in
+            guard state.operatingState == .started, let transport = state.transport else { return nil }
+            state.operatingState = .stopped
+            return (transport, state.connectionTask, state.ioNodes)
+        }
+        guard let (transport, connectionTask, nodes) = leaving else { return }
+        operatingStateBroadcast.send(.stopped)
+
+        enqueue([unjoinMessage(nodes: nodes)])
+        drain()
+        let isUnjoinSent = state.withLock { $0.isOnline && $0.queue.isEmpty }
+        await transport.disconnect(isUnjoinSent ? .clean : .abrupt)
+        await connectionTask?.value
+
+        let ended = state.withLock { state in
+            let ended = (
+                events: state.eventObservers.values.flatMap(\.values),
+                ioValues: state.ioValueObservers.values.flatMap(\.values),
+                ioStates: state.ioStateObservers.values.flatMap(\.values),
+                raw: state.rawObservers.values.map(\.continuation)
+            )
+            let statistics = state.statistics
+            state = State(routing: IoRoutingTable(
+                sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
+                actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) }))
+            state.statistics = statistics
+            return ended
+        }
+        communicationStateBroadcast.send(.offline)
+        for continuation in ended.ioStates {
+            continuation.yield(IoState(hasAssociations: false))
+            continuation.finish()
+        }
+        ended.ioValues.forEach { $0.finish() }
+        ended.events.forEach { $0.finish() }
+        ended.raw.forEach { $0.finish() }
+    }
+
+    /// The MQTT client id Coaty agents use: "Coaty" and the first 18 hex digits of the identity's objectId.
+    public var clientId: String {
+        "Coaty" + String(identity.objectId.filter { $0 != "-" }.prefix(18))
+    }
+
+    var subscriptionNamespace: String? {
+        options.shouldEnableCrossNamespacing ? nil : options.namespace
+    }
+
+    func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
+        CoatyTopic(namespace: options.namespace, eventType: eventType, filter: filter, sourceId: identity.objectId,
+            correlationId: correlationId).description
+    }
+
+    private func unjoinMessage(nodes: [IoNode]) -> MQTTMessage {
+        let event = DeadvertiseEvent(objectIds: [identity.objectId] + nodes.map(\.objectId))
+        return MQTTMessage(topic: topic(.deadvertise), payload: event.payload.serializedBytes())
+    }
+
+    private func joinMessages(nodes: [IoNode]) -> [MQTTMessage] {
+        ([identity.object] + nodes.map(\.object)).map { object in
+            MQTTMessage(
+                topic: topic(.advertise, filter: object.coreType.rawValue),
+                payload: AdvertiseEvent(object: object).payload.serializedBytes())
+        }
+    }
+
+    // MARK: - Connection
+
+    private func handle(_ event: MQTTConnectionEvent, on transport: any MQTTTransport) async {
+        switch event {
+        case .connected:
+            let (filters, nodes) = state.withLock { state in
+                state.isOnline = true
+                return (state.subscriptionOrder, state.ioNodes)
+            }
+            communicationStateBroadcast.send(.online)
+            for filter in filters {
+                do {
+                    try transport.subscribe(filter)
+                } catch {
+                    logger.warning("cannot subscribe \(filter): \(error)")
+                }
+            }
+            state.withLock { state in
+                let queued = Set(state.queue.map(\.topic))
+                state.queue.insert(contentsOf: joinMessages(nodes: nodes).filter { !queued.contains($0.topic) }, at: 0)
+            }
+            drain()
+            logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)")
+        case .connectionLost(let reason):
+            let wasOnline = state.withLock { state in
+                defer { state.isOnline = false }
+                return state.isOnline
+            }
+            if wasOnline {
+                state.withLock { $0.statistics.reconnects += 1 }
+                logger.warning("connection to the broker lost: \(reason)")
+            }
+            communicationStateBroadcast.send(.offline)
+        case .reconnecting(let attempt, let delay):
+            logger.debug("reconnecting: attempt \(attempt) in \(delay)")
+            communicationStateBroadcast.send(.reconnecting(attempt: attempt))
+        case .gaveUp(let attempts):
+            logger.error("gave up connecting to the broker after \(attempts) attempts")
+            state.withLock { $0.isOnline = false }
+            communicationStateBroadcast.send(.offline)
+        case .disconnected:
+            state.withLock { $0.isOnline = false }
+        }
+    }
+
+    // MARK: - Publishing
+
+    /// Sends at once when online with nothing queued, and queues otherwise (FIFO, drained on connect).
+    func enqueue(_ messages: [MQTTMessage]) {
+        let transport = state.withLock { state -> (any MQTTTransport)? in
+            guard state.isOnline, state.queue.isEmpty, !state.isDraining, let transport = state.transport else {
+                state.queue.append(contentsOf: messages)
+                return nil
+            }
+            state.statistics.messagesPublished += messages.count
+            return transport
+        }
+        guard let transport else { return }
+        for (index, message) in messages.enumerated() {
+            do {
+                try transport.publish(message)
+            } catch .notConnected {
+                // The connection just dropped: keep the rest for the next connect.
+                state.withLock { state in
+                    state.statistics.messagesPublished -= messages.count - index
+                    state.queue.insert(contentsOf: messages[index...], at: 0)
+                }
+                return
+            } catch {
+                logger.error("cannot publish on \(message.topic): \(error)")
+            }
+        }
+    }
+
+    /// Sends the queued publications in order until the queue is empty or the connection fails.
+    func drain() {
+        while true {
+            let next = state.withLock { state -> (any MQTTTransport, [MQTTMessage])? in
+                guard state.isOnline, let transport = state.transport, !state.queue.isEmpty else {
+                    state.isDraining = false
+                    return nil
+                }
+                state.isDraining = true
+                defer { state.queue = [] }
+                return (transport, state.queue)
+            }
+            guard let (transport, batch) = next else { return }
+            for (index, message) in batch.enumerated() {
+                do {
+                    try transport.publish(message)
+                    state.withLock { $0.statistics.messagesPublished += 1 }
+                } catch .notConnected {
+                    state.withLock { state in
+                        state.queue.insert(contentsOf: batch[index...], at: 0)
+                        state.isDraining = false
+                    }
+                    return
+                } catch {
+                    logger.error("cannot publish on \(message.topic): \(error)")
+                }
+            }
+        }
+    }
+
+    // MARK: - Subscriptions and observers
+
+    func addSubscription(_ filter: String, in state: inout State) {
+        let count = state.subscriptionCounts[filter, default: 0]
+        state.subscriptionCounts[filter] = count + 1
+        guard count == 0 else { return }
+        state.subscriptionOrder.append(filter)
+        if state.isOnline, let transport = state.transport {
+            do {
+                try transport.subscribe(filter)
+            } catch {
+                logger.warning("cannot subscribe \(filter) now, will on reconnect: \(error)")
+            }
+        }
+    }
+
+    func removeSubscription(_ filter: String, in state: inout State) {
+        guard let count = state.subscriptionCounts[filter] else { return }
+        if count > 1 {
+            state.subscriptionCounts[filter] = count - 1
+            return
+        }
+        state.subscriptionCounts[filter] = nil
+        state.subscriptionOrder.removeAll { $0 == filter }
+        if state.isOnline, let transport = state.transport {
+            try? transport.unsubscribe(filter)
+        }
+    }
+
+    /// The key under which inbound events find their observers: the event level (`ADV:IoNode`, `DSC`,
+    /// `CLL:switch`), or for responses the code and the correlation id.
+    static func routingKey(_ eventType: CoatyEventType, filter: String?, correlationId: String?) -> String {
+        if eventType.isResponse { return eventType.rawValue + "/" + (correlationId ?? "") }
+        guard let filter else { return eventType.rawValue }
+        return eventType.rawValue + ":" + filter
+    }
+
+    /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
+    func addObserver(
+        _ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil, _ observer: EventObserver
+    ) -> Int {
+        let key = Self.routingKey(eventType, filter: filter, correlationId: correlationId)
+        let topicFilter = CoatyTopic.subscriptionFilter(
+            namespace: subscriptionNamespace, eventType: eventType, filter: filter, correlationId: correlationId)
+        return state.withLock { state in
+            let id = state.makeObserverId()
+            state.eventObservers[key, default: [:]][id] = observer
+            state.observerSubscriptions[id] = (key, topicFilter)
+            addSubscription(topicFilter, in: &state)
+            return id
+        }
+    }
+
+    func removeObserver(_ id: Int) {
+        state.withLock { state in
+            guard let (key, topicFilter) = state.observerSubscriptions.removeValue(forKey: id) else { return }
+            state.eventObservers[key]?[id] = nil
+            if state.eventObservers[key]?.isEmpty == true { state.eventObservers[key] = nil }
+            removeSubscription(topicFilter, in: &state)
+        }
+    }
+
+    /// An `AsyncStream` of the events that `extract` picks from those arriving under the routing key.
+    func observe<Element: Sendable>(
+        _ eventType: CoatyEventType, filter: String? = nil,
+        extract: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Element?
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+        let id = addObserver(
+            eventType, filter: filter,
+            EventObserver(
+                deliver: { topic, event in
+                    if let element = extract(topic, event) { continuation.yield(element) }
+                },
+                finish: { continuation.finish() }))
+        continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
+        return stream
+    }
+
+    func publish(_ event: CoatyEvent, correlationId: String? = nil) {
+        let payload = event.payload.serializedBytes()
+        enqueue(event.topicFilters.map { filter in
+            MQTTMessage(topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
+        })
+    }
+
+    func incrementRejectedResponses() {
+        state.withLock { $0.statistics.responsesRejected += 1 }
+    }
+
+    // MARK: - Inbound
+
+    /// Called on the transport's network thread for every message.
+    private func receive(_ message: MQTTMessage) {
+        if deliverIoValue(message) { return }
+        switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
+        case .success(.event(let topic, let event)):
+            state.withLock { $0.statistics.messagesReceived += 1 }
+            dispatch(topic, event)
+        case .success(.raw(let topic, let payload)):
+            state.withLock { $0.statistics.messagesReceived += 1 }
+            deliverRaw(topic: topic, payload: payload)
+        case .success(.ioValue):
+            break  // a route this agent no longer listens to
+        case .failure(let rejection):
+            state.withLock { $0.statistics.messagesRejected += 1 }
+            logger.warning("dropped a malformed message: \(rejection)")
+        }
+    }
+
+    private func dispatch(_ topic: CoatyTopic, _ event: CoatyEvent) {
+        switch event {
+        case .discover(let discover):
+            answerDiscover(discover, topic: topic)
+        case .associate(let associate):
+            applyAssociate(associate)
+        default:
+            break
+        }
+        let key = Self.routingKey(topic.eventType, filter: topic.filter, correlationId: topic.correlationId)
+        let observers = state.withLock { $0.eventObservers[key].map { Array($0.values) } ?? [] }
+        for observer in observers {
+            observer.deliver(topic, event)
+        }
+    }
+
+    /// Resolves Discovers of the identity (by core type Identity or by its objectId) and of the IO nodes
+    /// (by core type IoNode), as every Coaty agent does.
+    private func answerDiscover(_ discover: DiscoverEvent, topic: CoatyTopic) {
+        guard let correlationId = topic.correlationId else { return }
+        var answers: [CoatyObject] = []
+        if (discover.isDiscoveringTypes && discover.isCoreTypeCompatible(.identity))
+            || (discover.isDiscoveringObjectId && discover.objectId == identity.objectId)
+        {
+            answers.append(identity.object)
+        }
+        if discover.isDiscoveringTypes && discover.isCoreTypeCompatible(.ioNode) {
+            answers += state.withLock { $0.ioNodes.map(\.object) }
+        }
+        for object in answers {
+            publish(.resolve(ResolveEvent(object: object)), correlationId: correlationId)
+        }
+    }
+
+    private func deliverRaw(topic: String, payload: [UInt8]) {
+        let matching = state.withLock { state in
+            state.rawObservers.values.filter { CoatyName.topic(topic, matches: $0.filter) }.map(\.continuation)
+        }
+        for continuation in matching {
+            continuation.yield((topic, payload))
+        }
+    }
+
+    // MARK: - IO state and values
+
+    private func applyAssociate(_ event: AssociateEvent) {
+        let delivery = state.withLock { state -> [(AsyncStream<IoState>.Continuation, IoState)] in
+            guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return [] }
+            let effects = state.routing.apply(event)
+            for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
+            for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
+            return effects.states.flatMap { pointId, ioState in
+                (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
+            }
+        }
+        for (continuation, ioState) in delivery {
+            continuation.yield(ioState)
+        }
+    }
+
+    /// Delivers a message on an IO route to the actors associated on it; false if the topic is no IO route here.
+    private func deliverIoValue(_ message: MQTTMessage) -> Bool {
+        let targets = state.withLock { state -> [(Bool, AsyncStream<IoValue>.Continuation)]? in
+            guard let actorIds = state.routing.actors(on: message.topic) else { return nil }
+            state.statistics.ioValuesReceived += 1
+            var targets: [(Bool, AsyncStream<IoValue>.Continuation)] = []
+            for actorId in actorIds {
+                guard let observers = state.ioValueObservers[actorId] else { continue }
+                let isRaw = rawActorIds.contains(actorId)
+                targets += observers.values.map { (isRaw, $0) }
+            }
+            return targets
+        }
+        guard let targets else { return false }
+        var json: JSONValue?
+        for (isRaw, continuation) in targets {
+            if isRaw {
+                continuation.yield(.raw(message.payload))
+                continue
+            }
+            if json == nil {
+                do {
+                    json = try JSONValue(parsing: message.payload)
+                } catch {
+                    state.withLock { $0.statistics.messagesRejected += 1 }
+                    logger.warning("dropped an IO value on \(message.topic) that is not JSON: \(error)")
+                    return true
+                }
+            }
+            if let json { continuation.yield(.json(json)) }
+        }
+        return true
+    }
+
+    /// Publishes a value of an own IO source on its associated route; returns false (and drops the value) while
+    /// the source is not associated.
+    @discardableResult
+    public func publishIoValue(_ value: IoValue, of source: IoSource) throws(CoatyError) -> Bool {
+        switch value {
+        case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
+        case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
+        }
+        let route = state.withLock { state -> String? in
+            guard let route = state.routing.route(ofSource: source.objectId) else {
+                state.statistics.ioValuesDropped += 1
+                return nil
+            }
+            state.statistics.ioValuesPublished += 1
+            return route
+        }
+        guard let route else { return false }
+        enqueue([MQTTMessage(topic: route, payload: value.payload)])
+        return true
+    }
+
+    /// The values routed to an own IO actor, JSON or raw as the actor declares.
+    public func observeIoValue(of actor: IoActor) throws(CoatyError) -> AsyncStream<IoValue> {
+        guard state.withLock({ $0.routing.isOwnActor(actor.objectId) }) else { throw .unknownIoPoint(actor.objectId) }
+        let (stream, continuation) = AsyncStream.makeStream(of: IoValue.self)
+        let id = state.withLock { state in
+            let id = state.makeObserverId()
+            state.ioValueObservers[actor.objectId, default: [:]][id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { state in
+                state.ioValueObservers[actor.objectId]?[id] = nil
+                if state.ioValueObservers[actor.objectId]?.isEmpty == true { state.ioValueObservers[actor.objectId] = nil }
+            }
+        }
+        return stream
+    }
+
+    /// The association state of an own IO source or actor: the current state, then every Associate that
+    /// concerns it (not only changes, as in Coaty JS). Ends with a not-associated state when the manager stops.
+    public func observeIoState(of pointId: String) throws(CoatyError) -> AsyncStream<IoState> {
+        let isOwn = state.withLock { $0.routing.isOwnSource(pointId) || $0.routing.isOwnActor(pointId) }
+        guard isOwn else { throw .unknownIoPoint(pointId) }
+        let (stream, continuation) = AsyncStream.makeStream(of: IoState.self)
+        let id = state.withLock { state in
+            let id = state.makeObserverId()
+            state.ioStateObservers[pointId, default: [:]][id] = continuation
+            continuation.yield(state.routing.initialState(of: pointId))
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { state in
+                state.ioStateObservers[pointId]?[id] = nil
+                if state.ioStateObservers[pointId]?.isEmpty == true { state.ioStateObservers[pointId] = nil }
+            }
+        }
+        return stream
+    }
+
+    /// The association state of an own IO point now.
+    public func ioState(of pointId: String) -> IoState {
+        state.withLock { $0.routing.initialState(of: pointId) }
+    }
+
+    // MARK: - Raw
+
+    /// Publishes bytes on an application topic outside the Coaty protocol.
+    public func publishRaw(topic: String, payload: [UInt8], retain: Bool = false) throws(CoatyError) {
+        guard CoatyName.isValidPublicationTopic(topic), !CoatyTopic.isCoatyTopic(topic) else {
+            throw .invalidRawTopic(topic)
+        }
+        enqueue([MQTTMessage(topic: topic, payload: payload, retain: retain)])
+    }
+
+    /// Messages on application topics matching an MQTT filter (wildcards allowed); never Coaty events.
+    public func observeRaw(filter: String) throws(CoatyError) -> AsyncStream<(topic: String, payload: [UInt8])> {
+        guard CoatyName.isValidSubscriptionFilter(filter), !CoatyTopic.isCoatyTopic(filter) else {
+            throw .invalidRawTopic(filter)
+        }
+        let (stream, continuation) = AsyncStream.makeStream(of: (topic: String, payload: [UInt8]).self)
+        let id = state.withLock { state in
+            let id = state.makeObserverId()
+            state.rawObservers[id] = (filter, continuation)
+            addSubscription(filter, in: &state)
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            state.withLock { state in
+                guard state.rawObservers.removeValue(forKey: id) != nil else { return }
+                removeSubscription(filter, in: &state)
+            }
+        }
+        return stream
+    }
+}

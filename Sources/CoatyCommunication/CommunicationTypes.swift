@@ -1,0 +1,121 @@
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+
+public enum OperatingState: Sendable, Hashable {
+    case stopped
+    case started
+}
+
+/// Whether the agent can talk to the broker now. A started manager goes offline when the connection drops and
+/// reports its reconnection attempts until it is online again; a stopped manager is offline.
+public enum CommunicationState: Sendable, Hashable {
+    case offline
+    case reconnecting(attempt: Int)
+    case online
+
+    public var isOnline: Bool { self == .online }
+}
+
+/// An event received from another agent (or from this one: Coaty has no echo suppression).
+public struct ReceivedEvent<Event: Sendable>: Sendable {
+    /// The identity of the agent that published the event.
+    public let sourceId: String
+    public let namespace: String
+    public let event: Event
+}
+
+/// A request received from an agent; answer it with `respond`, as often as you like.
+public struct ReceivedRequest<Request: Sendable, Response: Sendable>: Sendable {
+    public let sourceId: String
+    public let namespace: String
+    public let correlationId: String
+    public let event: Request
+    let responder: @Sendable (Response) throws(CoatyError) -> Void
+
+    /// Publishes a response in this agent's namespace, queued while offline.
+    public func respond(_ response: Response) async throws(CoatyError) {
+        try responder(response)
+    }
+}
+
+public typealias DiscoverRequest = ReceivedRequest<DiscoverEvent, ResolveEvent>
+public typealias UpdateRequest = ReceivedRequest<UpdateEvent, CompleteEvent>
+
+/// A value travelling on an IO route: JSON, or raw bytes for points with `useRawIoValues`.
+public enum IoValue: Sendable, Hashable {
+    case json(JSONValue)
+    case raw([UInt8])
+
+    public var payload: [UInt8] {
+        switch self {
+        case .json(let value): value.serializedBytes()
+        case .raw(let bytes): bytes
+        }
+    }
+}
+
+public enum CoatyError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A namespace, channel id, operation, context name or object type that cannot go into a topic.
+    case invalidName(String)
+    /// A Raw topic that is invalid or belongs to the Coaty protocol.
+    case invalidRawTopic(String)
+    /// A value whose form does not match the source: raw bytes for a JSON source or the reverse.
+    case ioValueFormatMismatch(sourceId: String)
+    case unknownIoPoint(String)
+
+    public var description: String {
+        switch self {
+        case .invalidName(let name): "invalid name \"\(name)\": must be non-empty without NUL, '+', '#' or '/'"
+        case .invalidRawTopic(let topic): "invalid Raw topic \"\(topic)\": must be a valid MQTT topic not starting with 'coaty/'"
+        case .ioValueFormatMismatch(let sourceId): "IO value format does not match useRawIoValues of source \(sourceId)"
+        case .unknownIoPoint(let id): "no IO source or actor \(id) in this agent's IO nodes"
+        }
+    }
+}
+
+/// How to reach the broker and how to take part in the protocol.
+public struct CommunicationOptions: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var username: String?
+    public var password: String?
+    public var tls: MQTTTLSOptions?
+    public var keepAlive: Duration
+    public var reconnect: MQTTReconnectPolicy
+    /// Agents only see events of their namespace, unless they enable cross-namespacing.
+    public var namespace: String
+    /// Observe events of every namespace (publications stay in the own namespace).
+    public var shouldEnableCrossNamespacing: Bool
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 1883, username: String? = nil, password: String? = nil,
+        tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
+        namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.tls = tls
+        self.keepAlive = keepAlive
+        self.reconnect = reconnect
+        self.namespace = namespace.isEmpty ? CoatyTopic.defaultNamespace : namespace
+        self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
+    }
+}
+
+/// Counters of what the manager did, for logs and metrics.
+public struct CommunicationStatistics: Sendable, Hashable {
+    public var messagesReceived = 0
+    public var messagesPublished = 0
+    /// Messages from other agents that were malformed or invalid, dropped.
+    public var messagesRejected = 0
+    /// Responses that do not answer their request (wrong type or object), dropped as Coaty JS does.
+    public var responsesRejected = 0
+    public var ioValuesPublished = 0
+    public var ioValuesReceived = 0
+    /// Values of an unassociated source, dropped.
+    public var ioValuesDropped = 0
+    public var reconnects = 0
+}

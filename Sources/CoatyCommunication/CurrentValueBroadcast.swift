@@ -1,0 +1,42 @@
+import Synchronization
+
+/// A value that many tasks watch: each stream starts with the current value and then gets every change.
+final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
+    private struct State {
+        var value: Value
+        var nextId = 0
+        var continuations: [Int: AsyncStream<Value>.Continuation] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    init(_ value: Value) {
+        state = Mutex(State(value: value))
+    }
+
+    var value: Value { state.withLock { $0.value } }
+
+    func stream() -> AsyncStream<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self)
+        let id = state.withLock { state in
+            let id = state.nextId
+            state.nextId += 1
+            state.continuations[id] = continuation
+            continuation.yield(state.value)
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Sets the value and tells the watchers, if it changed.
+    func send(_ value: Value) {
+        state.withLock { state in
+            guard state.value != value else { return }
+            state.value = value
+            for continuation in state.continuations.values { continuation.yield(value) }
+        }
+    }
+}

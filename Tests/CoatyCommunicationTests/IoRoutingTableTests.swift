@@ -1,0 +1,87 @@
+import CoatyModel
+import Testing
+
+@testable import CoatyCommunication
+
+/// The receiving side of Associate, case by case as Coaty JS handles it (protocol reference 3.4).
+@Suite struct IoRoutingTableTests {
+    let route1 = "coaty/3/-/IOV/s1"
+    let route2 = "coaty/3/-/IOV/s1-new"
+
+    func associate(_ source: String, _ actor: String, _ route: String?, rate: Double? = nil) -> AssociateEvent {
+        AssociateEvent(ioContextName: "ctx", ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: rate)
+    }
+
+    @Test func eventsForForeignPointsAreIgnored() {
+        var table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1"])
+        #expect(table.apply(associate("s9", "a9", route1)) == .init())
+        #expect(table.sources.isEmpty && table.actorsByRoute.isEmpty)
+    }
+
+    @Test func ownSourceAssociationTracksActorsAndTheLastRate() {
+        var table = IoRoutingTable(sourceIds: ["s1"], actorIds: [])
+        var effects = table.apply(associate("s1", "a1", route1, rate: 100))
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true, updateRate: 100)])
+        effects = table.apply(associate("s1", "a2", route1, rate: nil))
+        // The rate is set on every Associate, even to nothing.
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true, updateRate: nil)])
+        #expect(table.sources["s1"]?.actorIds == ["a1", "a2"])
+        effects = table.apply(associate("s1", "a1", nil))
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true, updateRate: nil)])
+        effects = table.apply(associate("s1", "a2", nil))
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: false, updateRate: nil)])
+        #expect(table.route(ofSource: "s1") == nil)
+    }
+
+    @Test func routeChangeDisassociatesPreviousActorsOfTheSource() {
+        var table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1", "a2"])
+        _ = table.apply(associate("s1", "a1", route1))
+        _ = table.apply(associate("s1", "a2", route1))
+        let effects = table.apply(associate("s1", "a2", route2, rate: 50))
+        #expect(table.route(ofSource: "s1") == route2)
+        #expect(table.sources["s1"]?.actorIds == ["a2"])
+        #expect(table.actors(on: route1) == nil)
+        #expect(table.actors(on: route2) == ["a2"])
+        #expect(effects.subscribeRoutes == [route2])
+        #expect(effects.unsubscribeRoutes == [route1])
+    }
+
+    @Test func actorSubscribesARouteOnceAndUnsubscribesWhenEmpty() {
+        var table = IoRoutingTable(sourceIds: [], actorIds: ["a1", "a2"])
+        #expect(table.apply(associate("s1", "a1", route1)).subscribeRoutes == [route1])
+        #expect(table.apply(associate("s1", "a2", route1)).subscribeRoutes == [])
+        #expect(Set(table.actors(on: route1) ?? []) == ["a1", "a2"])
+        #expect(table.apply(associate("s1", "a1", nil)).unsubscribeRoutes == [])
+        #expect(table.apply(associate("s1", "a2", nil)).unsubscribeRoutes == [route1])
+    }
+
+    @Test func actorStateIsFalseAfterAnyDisassociationEvenWithOtherSources() {
+        var table = IoRoutingTable(sourceIds: [], actorIds: ["a1"])
+        #expect(table.apply(associate("s1", "a1", route1)).states.map(\.state) == [IoState(hasAssociations: true)])
+        _ = table.apply(associate("s2", "a1", "coaty/3/-/IOV/s2"))
+        let effects = table.apply(associate("s1", "a1", nil))
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: false)])
+        // ... but it still receives from s2, and reports so when observed anew.
+        #expect(table.actors(on: "coaty/3/-/IOV/s2") == ["a1"])
+        #expect(table.initialState(of: "a1") == IoState(hasAssociations: true))
+    }
+
+    @Test func reassociationOnAnotherRouteMovesThePair() {
+        var table = IoRoutingTable(sourceIds: [], actorIds: ["a1"])
+        _ = table.apply(associate("s1", "a1", route1))
+        let effects = table.apply(associate("s1", "a1", route2))
+        #expect(effects.unsubscribeRoutes == [route1])
+        #expect(effects.subscribeRoutes == [route2])
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true)])
+    }
+
+    @Test func sourceAndActorInTheSameAgent() {
+        var table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1"])
+        let effects = table.apply(associate("s1", "a1", route1, rate: 10))
+        #expect(effects.states.map(\.pointId) == ["s1", "a1"])
+        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true, updateRate: 10), IoState(hasAssociations: true)])
+        #expect(table.initialState(of: "s1") == IoState(hasAssociations: true, updateRate: 10))
+        #expect(table.initialState(of: "a1") == IoState(hasAssociations: true))
+        #expect(table.initialState(of: "x") == IoState(hasAssociations: false))
+    }
+}

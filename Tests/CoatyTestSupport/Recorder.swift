@@ -1,0 +1,70 @@
+import Synchronization
+
+/// Collects what an async sequence yields, so a test can wait for elements without owning the iteration.
+/// The waits have generous deadlines that only guard against a hang; they are not timing assertions.
+public final class Recorder<Element: Sendable>: Sendable {
+    private final class Storage: Sendable {
+        let state = Mutex<(elements: [Element], isFinished: Bool)>(([], false))
+    }
+
+    private let storage = Storage()
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    public init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element {
+        let started = Task { [storage] in
+            do {
+                for try await element in sequence {
+                    storage.state.withLock { $0.elements.append(element) }
+                }
+            } catch {}
+            storage.state.withLock { $0.isFinished = true }
+        }
+        task.withLock { $0 = started }
+    }
+
+    deinit {
+        task.withLock { $0?.cancel() }
+    }
+
+    public var elements: [Element] { storage.state.withLock { $0.elements } }
+    public var isFinished: Bool { storage.state.withLock { $0.isFinished } }
+
+    /// Waits until at least `count` elements arrived; returns them all.
+    @discardableResult
+    public func wait(count: Int, within deadline: Duration = .seconds(10)) async throws -> [Element] {
+        try await wait(within: deadline, "\(count) elements") { $0.count >= count }
+    }
+
+    /// Waits until the sequence ended.
+    public func waitFinished(within deadline: Duration = .seconds(10)) async throws {
+        try await poll(within: deadline, "the end of the sequence") { self.isFinished }
+    }
+
+    /// Waits until the elements satisfy `condition`; returns them.
+    @discardableResult
+    public func wait(
+        within deadline: Duration = .seconds(10), _ what: String = "a condition", until condition: @escaping ([Element]) -> Bool
+    ) async throws -> [Element] {
+        try await poll(within: deadline, what) { condition(self.elements) }
+        return elements
+    }
+
+    public func cancel() {
+        task.withLock { $0?.cancel() }
+    }
+}
+
+public struct TimeoutError: Error, CustomStringConvertible {
+    public var what: String
+    public var description: String { "timed out waiting for \(what)" }
+}
+
+/// Polls `condition` until it holds, failing after `deadline`.
+public func poll(within deadline: Duration = .seconds(10), _ what: String = "a condition", _ condition: () -> Bool) async throws {
+    let clock = ContinuousClock()
+    let end = clock.now.advanced(by: deadline)
+    while !condition() {
+        guard clock.now < end else { throw TimeoutError(what: what) }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
