@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries; nothing else touches C.
@@ -32,11 +33,19 @@ let package = Package(
             name: "CoatyCommunication",
             dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
 
+        // Runtime: container, controllers, configuration.
+        .target(
+            name: "CoatyRuntime",
+            dependencies: [
+                "CoatyCommunication", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+
         // Test support.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyModel", "CoatyMQTT"], path: "Tests/CoatyTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
+        .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
     ]
 )

@@ -1,0 +1,257 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An agent's configuration, read from one JSON file:
+///
+/// ```json
+/// {
+///   "common": {"agentIdentity": {"name": "Greenhouse"}, "ioContextNodes": {"<context>": {"ioSources": [], "ioActors": [], "characteristics": {}}}},
+///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
+///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30}},
+///   "controllers": {"<name>": {...}},
+///   "devices": {...},
+///   "logging": {"level": "info"}
+/// }
+/// ```
+public struct Configuration: Sendable {
+    /// The file it was read from, for error messages (or a label for configurations built in code).
+    public var source: String
+    public var identity: Identity
+    public var ioNodes: [IoNodeDefinition]
+    public var communication: CommunicationOptions
+    /// Options per controller name, each with its JSON path for the controller's own error messages.
+    public var controllerOptions: [String: JSONCursor]
+    /// The `devices` section, read by the hardware layer.
+    public var devices: JSONCursor?
+    public var logLevel: LogLevelName
+
+    public enum LogLevelName: String, Sendable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+    }
+
+    static let topLevelMembers: Set<String> = ["$schema", "common", "communication", "controllers", "devices", "logging"]
+
+    /// Reads and validates a configuration file.
+    public static func load(file path: String) throws(ConfigurationError) -> Configuration {
+        let bytes: [UInt8]
+        do {
+            bytes = try readFile(path)
+        } catch {
+            throw ConfigurationError(file: path, path: nil, reason: error.description)
+        }
+        return try parse(bytes, source: path)
+    }
+
+    public static func parse(_ bytes: [UInt8], source: String) throws(ConfigurationError) -> Configuration {
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: bytes)
+        } catch {
+            throw ConfigurationError(file: source, path: nil, reason: "not valid JSON: \(error)")
+        }
+        do {
+            return try Configuration(document: JSONCursor(document), source: source)
+        } catch {
+            throw ConfigurationError(file: source, path: error.path, reason: error.reason)
+        }
+    }
+
+    public init(
+        identity: Identity = Identity(), ioNodes: [IoNodeDefinition] = [], communication: CommunicationOptions = CommunicationOptions(),
+        controllerOptions: [String: JSONObject] = [:], source: String = "configuration"
+    ) {
+        self.source = source
+        self.identity = identity
+        self.ioNodes = ioNodes
+        self.communication = communication
+        self.controllerOptions = controllerOptions.mapValues { JSONCursor(.object($0)) }
+        devices = nil
+        logLevel = .info
+    }
+
+    init(document: JSONCursor, source: String) throws(JSONShapeError) {
+        self.source = source
+        try document.allowOnly(Self.topLevelMembers)
+
+        let common = try document.optional("common")
+        try common?.allowOnly(["agentIdentity", "ioContextNodes"])
+        if let configured = try common?.optional("agentIdentity") {
+            identity = try Identity(configured: try configured.object(), at: configured.path)
+        } else {
+            identity = Identity()
+        }
+        ioNodes = try common?.optional("ioContextNodes").map(Self.readIoNodes) ?? []
+
+        guard let communication = try document.optional("communication") else {
+            throw document.error("missing required member \"communication\"")
+        }
+        self.communication = try Self.readCommunication(communication)
+
+        var controllerOptions: [String: JSONCursor] = [:]
+        for (name, options) in try document.optional("controllers")?.members() ?? [] {
+            _ = try options.object()
+            controllerOptions[name] = options
+        }
+        self.controllerOptions = controllerOptions
+        devices = try document.optional("devices")
+
+        let logging = try document.optional("logging")
+        try logging?.allowOnly(["level"])
+        if let level = try logging?.optional("level") {
+            logLevel = LogLevelName(rawValue: try level.oneOf(LogLevelName.allCases.map(\.rawValue))) ?? .info
+        } else {
+            logLevel = .info
+        }
+    }
+
+    static func readIoNodes(_ nodes: JSONCursor) throws(JSONShapeError) -> [IoNodeDefinition] {
+        var definitions: [IoNodeDefinition] = []
+        var pointIds: [String: JSONPath] = [:]
+        for (contextName, node) in try nodes.members() {
+            guard CoatyName.isValid(contextName) else {
+                throw node.error("IO context name must be non-empty without '+', '#' or '/'")
+            }
+            try node.allowOnly(["ioSources", "ioActors", "characteristics"])
+            let sources = try (node.optional("ioSources")?.elements() ?? []).map { point throws(JSONShapeError) in
+                try IoSource(readIoPoint(point, coreType: .ioSource, seen: &pointIds))
+            }
+            let actors = try (node.optional("ioActors")?.elements() ?? []).map { point throws(JSONShapeError) in
+                try IoActor(readIoPoint(point, coreType: .ioActor, seen: &pointIds))
+            }
+            let characteristics = try node.optional("characteristics")?.object()
+            definitions.append(IoNodeDefinition(
+                contextName: contextName, ioSources: sources, ioActors: actors, characteristics: characteristics))
+        }
+        return definitions
+    }
+
+    /// An IO point as written in the configuration; `coreType` and `objectType` may be left out.
+    private static func readIoPoint(
+        _ point: JSONCursor, coreType: CoreType, seen: inout [String: JSONPath]
+    ) throws(JSONShapeError) -> CoatyObject {
+        var json = try point.object()
+        if json["coreType"] == nil { json["coreType"] = .string(coreType.rawValue) }
+        if json["objectType"] == nil { json["objectType"] = .string(coreType.objectType) }
+        let object = try CoatyObject(validating: .object(json), at: point.path)
+        guard object.coreType == coreType else {
+            throw JSONShapeError(path: point.path.appending("coreType"), reason: "must be \"\(coreType.rawValue)\" here")
+        }
+        if let first = seen[object.objectId] {
+            throw JSONShapeError(path: point.path.appending("objectId"), reason: "\(object.objectId) is already used at \(first)")
+        }
+        seen[object.objectId] = point.path
+        return object
+    }
+
+    static func readCommunication(_ section: JSONCursor) throws(JSONShapeError) -> CommunicationOptions {
+        try section.allowOnly([
+            "brokerUrl", "namespace", "shouldEnableCrossNamespacing", "username", "password", "passwordFile", "tls",
+            "keepAlive", "reconnect",
+        ])
+        let urlCursor = try section.required("brokerUrl")
+        let urlText = try urlCursor.string()
+        let url: MQTTBrokerURL
+        do {
+            url = try MQTTBrokerURL(parsing: urlText)
+        } catch {
+            throw urlCursor.error(error.reason)
+        }
+        var options = CommunicationOptions(host: url.host, port: url.port)
+        if let namespace = try section.optional("namespace") {
+            let name = try namespace.string()
+            guard CoatyName.isValid(name) else { throw namespace.error("namespace must be non-empty without '+', '#' or '/'") }
+            options.namespace = name
+        }
+        options.shouldEnableCrossNamespacing = try section.optional("shouldEnableCrossNamespacing")?.bool() ?? false
+        options.username = try section.optional("username")?.string()
+        let password = try section.optional("password")
+        let passwordFile = try section.optional("passwordFile")
+        if password != nil && passwordFile != nil {
+            throw section.error("give either \"password\" or \"passwordFile\", not both")
+        }
+        options.password = try password?.string()
+        if let passwordFile {
+            let path = try passwordFile.nonEmptyString()
+            do {
+                let text = String(decoding: try readFile(path), as: UTF8.self)
+                options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
+            } catch {
+                throw passwordFile.error(error.description)
+            }
+        }
+        if let tls = try section.optional("tls") {
+            try tls.allowOnly(["caFile", "certFile", "keyFile", "allowsHostnameMismatch"])
+            let certFile = try tls.optional("certFile")?.nonEmptyString()
+            let keyFile = try tls.optional("keyFile")?.nonEmptyString()
+            guard (certFile == nil) == (keyFile == nil) else { throw tls.error("\"certFile\" and \"keyFile\" go together") }
+            options.tls = MQTTTLSOptions(
+                caFile: try tls.required("caFile").nonEmptyString(), certFile: certFile, keyFile: keyFile,
+                allowsHostnameMismatch: try tls.optional("allowsHostnameMismatch")?.bool() ?? false)
+        } else if url.usesTLS {
+            throw section.error("an mqtts:// broker needs \"tls\" with at least \"caFile\"")
+        }
+        if let keepAlive = try section.optional("keepAlive") {
+            options.keepAlive = .seconds(try keepAlive.integer(in: 5...65535))
+        }
+        if let reconnect = try section.optional("reconnect") {
+            try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])
+            let minimum = try reconnect.optional("minDelay")?.number(in: 0.1...3600) ?? 1
+            let maximum = try reconnect.optional("maxDelay")?.number(in: 0.1...86400) ?? 30
+            guard maximum >= minimum else { throw reconnect.error("\"maxDelay\" must not be less than \"minDelay\"") }
+            options.reconnect = MQTTReconnectPolicy(
+                minimumDelay: .milliseconds(Int64(minimum * 1000)), maximumDelay: .milliseconds(Int64(maximum * 1000)),
+                maximumAttempts: try reconnect.optional("maxAttempts")?.integer(in: 1...Int.max))
+        }
+        return options
+    }
+}
+
+/// A configuration that cannot be used: which file, where in it, and why.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    public var path: JSONPath?
+    public var reason: String
+
+    public init(file: String, path: JSONPath?, reason: String) {
+        self.file = file
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        if let path { return "\(file): \(path): \(reason)" }
+        return "\(file): \(reason)"
+    }
+}
+
+struct FileReadError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Reads a whole file; errors say which file and why.
+func readFile(_ path: String) throws(FileReadError) -> [UInt8] {
+    guard let file = fopen(path, "rb") else {
+        throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+    }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        bytes.append(contentsOf: buffer[0..<count])
+        if count < buffer.count {
+            if ferror(file) != 0 {
+                throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            return bytes
+        }
+    }
+}

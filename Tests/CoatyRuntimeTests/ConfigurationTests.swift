@@ -1,0 +1,118 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyModel
+import Foundation
+import Testing
+
+@testable import CoatyRuntime
+
+@Suite struct ConfigurationTests {
+    static let full = #"""
+        {
+          "common": {
+            "agentIdentity": {"name": "Greenhouse", "objectId": "2f4a8d7c-51b6-4f0e-9c3a-7d1e2b3c4d5e"},
+            "ioContextNodes": {
+              "TemperatureMeasurement": {
+                "ioSources": [{"objectId": "c547e5cd-ef99-4ccd-b109-fc472fc2d421", "name": "Soil", "valueType": "coaty-edge.Temperature[Celsius]", "updateStrategy": 2, "updateRate": 500}],
+                "ioActors": [{"objectId": "a731fc40-c0f8-486f-b5b6-b653c3cabaea", "name": "Fan", "coreType": "IoActor", "objectType": "coaty.IoActor", "valueType": "coaty-edge.Temperature[Celsius]"}],
+                "characteristics": {"isResponsibleForOperatingState": "normal"}
+              }
+            }
+          },
+          "communication": {
+            "brokerUrl": "mqtt://192.168.1.5:1884", "namespace": "greenhouse", "shouldEnableCrossNamespacing": true,
+            "username": "pi", "password": "secret", "keepAlive": 30,
+            "reconnect": {"minDelay": 0.5, "maxDelay": 60, "maxAttempts": 12}
+          },
+          "controllers": {"Router": {"ioContext": {"name": "TemperatureMeasurement"}}},
+          "logging": {"level": "debug"}
+        }
+        """#
+
+    @Test func readsEverySection() throws {
+        let configuration = try Configuration.parse(Array(Self.full.utf8), source: "agent.json")
+        #expect(configuration.identity.name == "Greenhouse")
+        #expect(configuration.identity.objectId == "2f4a8d7c-51b6-4f0e-9c3a-7d1e2b3c4d5e")
+        let node = try #require(configuration.ioNodes.first)
+        #expect(node.contextName == "TemperatureMeasurement")
+        #expect(node.ioSources.first?.updateStrategy == .sample)
+        #expect(node.ioSources.first?.updateRate == 500)
+        // Missing coreType and objectType are filled in; what the user wrote keeps its order.
+        #expect(node.ioSources.first?.object.json.keys == ["objectId", "name", "valueType", "updateStrategy", "updateRate", "coreType", "objectType"])
+        #expect(node.ioActors.first?.name == "Fan")
+        #expect(node.characteristics?["isResponsibleForOperatingState"] == "normal")
+        let communication = configuration.communication
+        #expect(communication.host == "192.168.1.5")
+        #expect(communication.port == 1884)
+        #expect(communication.namespace == "greenhouse")
+        #expect(communication.shouldEnableCrossNamespacing)
+        #expect(communication.username == "pi" && communication.password == "secret")
+        #expect(communication.keepAlive == .seconds(30))
+        #expect(communication.reconnect.minimumDelay == .milliseconds(500))
+        #expect(communication.reconnect.maximumDelay == .seconds(60))
+        #expect(communication.reconnect.maximumAttempts == 12)
+        #expect(configuration.controllerOptions["Router"]?.path.description == "$.controllers.Router")
+        #expect(configuration.logLevel == .debug)
+    }
+
+    @Test func minimalConfigurationGetsCoatyDefaults() throws {
+        let configuration = try Configuration.parse(Array(#"{"communication": {"brokerUrl": "mqtt://localhost"}}"#.utf8), source: "m.json")
+        #expect(configuration.identity.name == "Coaty Agent")
+        #expect(CoatyUUID.isVersion4(configuration.identity.objectId))
+        #expect(configuration.communication.port == 1883)
+        #expect(configuration.communication.namespace == "-")
+        #expect(configuration.communication.keepAlive == .seconds(60))
+        #expect(configuration.ioNodes.isEmpty)
+    }
+
+    @Test(arguments: [
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "comunication": {}}"#, #"m.json: $.comunication: unknown member "comunication""#),
+        (#"{}"#, #"m.json: $: missing required member "communication""#),
+        (#"{"communication": {"brokerUrl": 5}}"#, "m.json: $.communication.brokerUrl: expected a string, found number"),
+        (#"{"communication": {"brokerUrl": "http://h"}}"#, "m.json: $.communication.brokerUrl: "),
+        (#"{"communication": {"brokerUrl": "mqtts://h"}}"#, #"m.json: $.communication: an mqtts:// broker needs "tls""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "namespace": "a/b"}}"#, "m.json: $.communication.namespace: namespace must be"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1}}"#, "m.json: $.communication.keepAlive: 1 is out of range 5...65535"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "reconnect": {"minDelay": 5, "maxDelay": 1}}}"#, #"m.json: $.communication.reconnect: "maxDelay" must not be less"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "password": "a", "passwordFile": "b"}}"#, "m.json: $.communication: give either"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "tls": {"caFile": "ca.pem", "certFile": "c.pem"}}}"#, #"m.json: $.communication.tls: "certFile" and "keyFile" go together"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"ctx": {"ioSources": [{"name": "s", "valueType": "t"}]}}}}"#,
+         #"m.json: $.common.ioContextNodes.ctx.ioSources[0]: missing required member "objectId""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"ctx": {"ioSources": [{"objectId": "1", "name": "s", "valueType": "t", "coreType": "IoActor"}]}}}}"#,
+         #"m.json: $.common.ioContextNodes.ctx.ioSources[0].coreType: must be "IoSource" here"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"ctx": {"ioSources": [{"objectId": "1", "name": "s", "valueType": "t", "updateStrategy": 7}]}}}}"#,
+         "m.json: $.common.ioContextNodes.ctx.ioSources[0].updateStrategy: 7 is out of range 0...3"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"ctx": {"ioSources": [{"objectId": "1", "name": "s", "valueType": "t"}], "ioActors": [{"objectId": "1", "name": "a", "valueType": "t"}]}}}}"#,
+         "m.json: $.common.ioContextNodes.ctx.ioActors[0].objectId: 1 is already used at $.common.ioContextNodes.ctx.ioSources[0]"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"a/b": {}}}}"#, #"m.json: $.common.ioContextNodes["a/b"]: IO context name"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "logging": {"level": "loud"}}"#, #"m.json: $.logging.level: "loud" is not one of"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "controllers": {"Router": []}}"#, "m.json: $.controllers.Router: expected an object, found array"),
+        ("{\n  \"communication\": {\n    \"brokerUrl\": \"mqtt://h\",\n  }\n}", "m.json: not valid JSON: line 4, column 3:"),
+    ])
+    func errorsNameFilePathAndReason(json: String, expected: String) {
+        do {
+            _ = try Configuration.parse(Array(json.utf8), source: "m.json")
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect(error.description.hasPrefix(expected), "\(error)")
+        }
+    }
+
+    @Test func loadsFromAFileAndReadsThePasswordFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-config-\(CoatyUUID.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let passwordFile = directory.appendingPathComponent("password")
+        try Data("s3cret\n".utf8).write(to: passwordFile)
+        let configFile = directory.appendingPathComponent("agent.json")
+        try Data(#"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFile.path)"}}"#.utf8).write(to: configFile)
+        let configuration = try Configuration.load(file: configFile.path)
+        #expect(configuration.communication.password == "s3cret")
+        #expect(configuration.source == configFile.path)
+
+        let missing = directory.appendingPathComponent("absent.json").path
+        #expect(throws: ConfigurationError(file: missing, path: nil, reason: "cannot read \(missing): No such file or directory")) {
+            try Configuration.load(file: missing)
+        }
+    }
+}

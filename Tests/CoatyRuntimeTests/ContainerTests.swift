@@ -1,0 +1,122 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import CoatyTestSupport
+import Synchronization
+import Testing
+
+@testable import CoatyRuntime
+
+@Suite struct ContainerTests {
+    let broker = InMemoryBroker()
+
+    final class RecordingController: Controller {
+        let events = Mutex<[String]>([])
+
+        func record(_ event: String) { events.withLock { $0.append(event) } }
+
+        func onInit(_ context: ControllerContext) async throws {
+            record("init \(context.options.path)")
+        }
+
+        func whileStarted(_ context: ControllerContext) async {
+            record("started")
+            for await _ in context.communicationManager.observeDeadvertise() {}
+            record("ended")
+        }
+
+        func onStopping(_ context: ControllerContext) async {
+            record("stopping online=\(context.communicationManager.communicationState.isOnline)")
+        }
+
+        func onDispose(_ context: ControllerContext) async {
+            record("dispose")
+        }
+    }
+
+    final class FailingController: Controller {
+        struct Broken: Error {}
+        func onInit(_ context: ControllerContext) async throws { throw Broken() }
+    }
+
+    func container(_ name: String, controllers: [(name: String, controller: any Controller)] = []) async throws -> Container {
+        let broker = self.broker
+        return try await Container.resolve(
+            configuration: Configuration(identity: Identity(name: name)), controllers: controllers,
+            makeTransport: { broker.makeTransport() })
+    }
+
+    @Test func controllersFollowTheLifecycle() async throws {
+        let controller = RecordingController()
+        let agent = try await container("agent", controllers: [("Recorder", controller)])
+        #expect(agent.controller(named: "Recorder", as: RecordingController.self) === controller)
+        agent.start()
+        try await poll { agent.communicationManager.communicationState.isOnline && controller.events.withLock { $0.count } == 2 }
+        await agent.stop()
+        agent.start()
+        try await poll { controller.events.withLock { $0.count } == 5 }
+        await agent.shutdown()
+        #expect(controller.events.withLock { $0 } == [
+            "init $.controllers.Recorder", "started", "stopping online=true", "ended", "started", "stopping online=true", "ended",
+            "dispose",
+        ])
+    }
+
+    @Test func aFailingControllerIsNamed() async {
+        await #expect {
+            _ = try await container("agent", controllers: [("Broken", FailingController())])
+        } throws: { error in
+            (error as? ControllerError)?.controller == "Broken"
+        }
+    }
+
+    @Test func presenceSeesAgentsJoinAndLeave() async throws {
+        let watcher = try await container("watcher")
+        watcher.start()
+        let changes = Recorder(watcher.presence.changes())
+        try await poll { watcher.presence.agents.map(\.name) == ["watcher"] }
+
+        let sensors = try await Container.resolve(
+            configuration: Configuration(
+                identity: Identity(name: "sensors"),
+                ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [IoSource(name: "t", valueType: "v")])]),
+            makeTransport: { [broker] in broker.makeTransport() })
+        sensors.start()
+        try await poll { watcher.presence.agent(sensors.identity.objectId)?.ioNodes.count == 1 }
+        #expect(watcher.presence.agents.map(\.name) == ["sensors", "watcher"])
+        #expect(watcher.presence.agent(sensors.identity.objectId)?.ioNodes.first?.ioSources.first?.name == "t")
+
+        await sensors.shutdown()
+        try await poll { watcher.presence.agents.map(\.name) == ["watcher"] }
+        #expect(changes.elements.contains { if case .left(let agent) = $0 { agent.name == "sensors" } else { false } })
+
+        // An agent that dies leaves through its last will.
+        let mortal = broker.makeTransport()
+        let identity = Identity(name: "mortal")
+        mortal.connect(MQTTConnectOptions(
+            host: "", clientId: "x",
+            will: MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: DeadvertiseEvent(objectIds: [identity.objectId]).payload.serializedBytes()))
+        ) { _ in }
+        try await poll { broker.connectedClientCount == 2 }
+        try mortal.publish(MQTTMessage(topic: "coaty/3/-/ADV:Identity/\(identity.objectId)", payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
+        try await poll { watcher.presence.agent(identity.objectId) != nil }
+        await mortal.disconnect(.abrupt)
+        try await poll { watcher.presence.agent(identity.objectId) == nil }
+        await watcher.shutdown()
+    }
+
+    @Test func presenceDropsAgentsThatVanishedWhileOffline() async throws {
+        let watcher = try await container("watcher")
+        let other = try await container("other")
+        watcher.start()
+        other.start()
+        try await poll { watcher.presence.agents.count == 2 }
+        broker.setUp(false)
+        try await poll { !watcher.communicationManager.communicationState.isOnline }
+        await other.shutdown()
+        broker.setUp(true)
+        try await poll(within: .seconds(20)) { watcher.presence.agents.map(\.name) == ["watcher"] }
+        await watcher.shutdown()
+    }
+}
