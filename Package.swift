@@ -40,6 +40,9 @@ let package = Package(
                 "CoatyCommunication", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
+        // IO routing: source and actor controllers, backpressure, routers and rules.
+        .target(name: "CoatyIORouting", dependencies: ["CoatyRuntime"]),
+
         // Test support.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyModel", "CoatyMQTT"], path: "Tests/CoatyTestSupport"),
 
@@ -47,5 +50,6 @@ let package = Package(
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
+        .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
     ]
 )

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// A value that many tasks watch: each stream starts with the current value and then gets every change.
-final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
+public final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
     private struct State {
         var value: Value
         var nextId = 0
@@ -10,13 +10,13 @@ final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         state = Mutex(State(value: value))
     }
 
-    var value: Value { state.withLock { $0.value } }
+    public var value: Value { state.withLock { $0.value } }
 
-    func stream() -> AsyncStream<Value> {
+    public func stream() -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self)
         let id = state.withLock { state in
             let id = state.nextId
@@ -32,7 +32,7 @@ final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
     }
 
     /// Sets the value and tells the watchers, if it changed.
-    func send(_ value: Value) {
+    public func send(_ value: Value) {
         state.withLock { state in
             guard state.value != value else { return }
             state.value = value

@@ -89,7 +89,7 @@ import Testing
 
         await sensors.shutdown()
         try await poll { watcher.presence.agents.map(\.name) == ["watcher"] }
-        #expect(changes.elements.contains { if case .left(let agent) = $0 { agent.name == "sensors" } else { false } })
+        try await changes.wait { $0.contains { if case .left(let agent) = $0 { agent.name == "sensors" } else { false } } }
 
         // An agent that dies leaves through its last will.
         let mortal = broker.makeTransport()

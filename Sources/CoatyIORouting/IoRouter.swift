@@ -1,0 +1,345 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyModel
+import CoatyRuntime
+import Logging
+import Synchronization
+
+/// One association a router made.
+public struct IoAssociation: Sendable, Hashable {
+    public var sourceId: String
+    public var actorId: String
+    public var route: String
+    /// Milliseconds, the most any matched pair of the source asks for; nil when none asks.
+    public var updateRate: Double?
+    /// The rule that matched the pair.
+    public var rule: String
+}
+
+/// Routes the IO sources and actors of one IO context: it manages the IO nodes agents advertise for the context,
+/// associates the pairs its rules accept, and re-evaluates when nodes come and go, when the context changes
+/// through an Update, and when its rules change. It also owns the shared IoContext: any agent can read it with
+/// Discover and change it with Update; each accepted change raises the context's `contextVersion`, and an Update
+/// that carries an older version than the current one is refused.
+public final class IoRouter: Controller {
+    /// The context member that counts accepted changes.
+    public static let versionProperty = "contextVersion"
+
+    enum Trigger: Sendable {
+        case managed(IoNode)
+        case deadvertised([String])
+        case update(UpdateRequest)
+        case discover(DiscoverRequest)
+        case rules(any IoRoutingRules)
+        case census(before: Set<String>, answered: Set<String>)
+        case stop(CheckedContinuation<Void, Never>)
+    }
+
+    fileprivate struct Shared {
+        var context: IoContext
+        var rules: any IoRoutingRules
+        var associations: [IoAssociation] = []
+        var managedNodeIds: [String] = []
+        var triggers: AsyncStream<Trigger>.Continuation?
+    }
+
+    private let shared: Mutex<Shared>
+    private let censusTimeout: Duration
+
+    /// - Parameters:
+    ///   - context: the IO context to route; its `name` is the context name of the nodes.
+    ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
+    ///   - censusTimeout: after a reconnect, nodes that do not answer a Discover within this time are dropped,
+    ///     since their agents' wills may have gone out while the router was offline.
+    public init(context: IoContext, rules: any IoRoutingRules = IoAssociationRules.all, censusTimeout: Duration = .seconds(3)) {
+        shared = Mutex(Shared(context: context, rules: rules))
+        self.censusTimeout = censusTimeout
+    }
+
+    public var context: IoContext { shared.withLock { $0.context } }
+    public var associations: [IoAssociation] { shared.withLock { $0.associations } }
+    public var managedNodeIds: [String] { shared.withLock { $0.managedNodeIds } }
+
+    /// Replaces the rules and re-evaluates; associations that do not change cause no traffic.
+    public func setRules(_ rules: any IoRoutingRules) {
+        let triggers = shared.withLock { shared in
+            shared.rules = rules
+            return shared.triggers
+        }
+        triggers?.yield(.rules(rules))
+    }
+
+    public func whileStarted(_ context: ControllerContext) async {
+        let manager = context.communicationManager
+        let (triggers, input) = AsyncStream.makeStream(of: Trigger.self)
+        shared.withLock { shared in
+            shared.context.parentObjectId = manager.identity.objectId
+            shared.triggers = input
+        }
+        let contextName = self.context.name
+        let logger = context.logger
+
+        await withDiscardingTaskGroup { group in
+            let nodeAdvertises = manager.observeAdvertise(coreType: .ioNode)
+            let deadvertises = manager.observeDeadvertise()
+            let updates = manager.observeUpdate(coreType: .ioContext)
+            let discovers = manager.observeDiscover()
+            group.addTask {
+                for await advertise in nodeAdvertises {
+                    guard let node = try? IoNode(advertise.event.object), node.contextName == contextName else { continue }
+                    input.yield(.managed(node))
+                }
+            }
+            group.addTask {
+                for await deadvertise in deadvertises { input.yield(.deadvertised(deadvertise.event.objectIds)) }
+            }
+            group.addTask {
+                for await update in updates { input.yield(.update(update)) }
+            }
+            group.addTask {
+                for await discover in discovers { input.yield(.discover(discover)) }
+            }
+            group.addTask {
+                for await state in manager.communicationStates() where state == .online {
+                    let before = Set(self.managedNodeIds)
+                    var answered = Set<String>()
+                    for await resolve in manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
+                        guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
+                        else { continue }
+                        answered.insert(node.objectId)
+                        input.yield(.managed(node))
+                    }
+                    input.yield(.census(before: before, answered: answered))
+                }
+            }
+            group.addTask {
+                var evaluation = Evaluation(manager: manager, logger: logger, contextName: contextName, router: self)
+                await evaluation.advertiseContext()
+                await evaluation.evaluate()
+                for await trigger in triggers {
+                    await evaluation.handle(trigger)
+                }
+            }
+        }
+        shared.withLock { $0.triggers = nil }
+    }
+
+    /// Disassociates every pair while the agent can still publish, as Coaty's routers do on stop.
+    public func onStopping(_ context: ControllerContext) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let triggers = shared.withLock { $0.triggers }
+            guard let triggers, case .enqueued = triggers.yield(.stop(continuation)) else {
+                continuation.resume()
+                return
+            }
+        }
+    }
+
+    fileprivate func update(_ change: (inout Shared) -> Void) {
+        shared.withLock { change(&$0) }
+    }
+
+    fileprivate var rules: any IoRoutingRules { shared.withLock { $0.rules } }
+
+    /// The router's state during one run of the manager, touched only by the evaluation loop.
+    private struct Evaluation {
+        let manager: CommunicationManager
+        let logger: Logger
+        let contextName: String
+        let router: IoRouter
+        /// Managed nodes in the order they were first managed.
+        var nodes: [IoNode] = []
+        var sourceRoutes: [String: String] = [:]
+        var associations: [IoAssociation] = []
+
+        init(manager: CommunicationManager, logger: Logger, contextName: String, router: IoRouter) {
+            self.manager = manager
+            self.logger = logger
+            self.contextName = contextName
+            self.router = router
+        }
+
+        mutating func handle(_ trigger: Trigger) async {
+            switch trigger {
+            case .managed(let node):
+                if node.ioSources.isEmpty && node.ioActors.isEmpty {
+                    await unmanage([node.objectId])
+                } else {
+                    manage(node)
+                    await evaluate()
+                }
+            case .deadvertised(let objectIds):
+                await unmanage(objectIds)
+            case .census(let before, let answered):
+                await unmanage(Array(before.subtracting(answered)))
+            case .update(let request):
+                await handleUpdate(request)
+            case .discover(let request):
+                await answer(request)
+            case .rules:
+                await evaluate()
+            case .stop(let continuation):
+                for association in associations {
+                    await publish(association, route: nil)
+                }
+                associations = []
+                router.update { $0.associations = [] }
+                continuation.resume()
+            }
+        }
+
+        private mutating func manage(_ node: IoNode) {
+            if let index = nodes.firstIndex(where: { $0.objectId == node.objectId }) {
+                let remaining = Set(node.ioSources.map(\.objectId))
+                for source in nodes[index].ioSources where !remaining.contains(source.objectId) {
+                    sourceRoutes[source.objectId] = nil
+                }
+                nodes[index] = node
+            } else {
+                nodes.append(node)
+            }
+            router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }
+        }
+
+        private mutating func unmanage(_ objectIds: [String]) async {
+            let removed = nodes.filter { objectIds.contains($0.objectId) }
+            guard !removed.isEmpty else { return }
+            for node in removed {
+                for source in node.ioSources { sourceRoutes[source.objectId] = nil }
+            }
+            nodes.removeAll { objectIds.contains($0.objectId) }
+            router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }
+            await evaluate()
+        }
+
+        func advertiseContext() async {
+            let context = router.context
+            do {
+                try await manager.publishAdvertise(AdvertiseEvent(object: context.object))
+            } catch {
+                logger.error("cannot advertise IO context \(context.name): \(error)")
+            }
+        }
+
+        private mutating func handleUpdate(_ request: UpdateRequest) async {
+            let current = router.context
+            guard request.event.object.objectId == current.objectId else { return }
+            let currentVersion = current[IoRouter.versionProperty]?.intValue ?? 0
+            if let given = request.event.object[IoRouter.versionProperty]?.intValue, given < currentVersion {
+                logger.info("refused a stale update of IO context \(current.name): version \(given), current \(currentVersion)")
+                try? await request.respond(CompleteEvent(
+                    object: current.object,
+                    privateData: ["refused": .string("stale version \(given); the current version is \(currentVersion)")]))
+                return
+            }
+            guard var updated = try? IoContext(request.event.object) else { return }
+            updated.parentObjectId = manager.identity.objectId
+            updated[IoRouter.versionProperty] = .number(Double(currentVersion + 1))
+            router.update { $0.context = updated }
+            logger.info("IO context \(updated.name) changed to version \(currentVersion + 1) by \(request.sourceId)")
+            await advertiseContext()
+            await evaluate()
+            try? await request.respond(CompleteEvent(object: updated.object))
+        }
+
+        private func answer(_ request: DiscoverRequest) async {
+            let context = router.context
+            let discover = request.event
+            let matches =
+                (discover.isDiscoveringTypes && discover.isCoreTypeCompatible(.ioContext))
+                || (discover.isDiscoveringTypes && discover.isObjectTypeCompatible(context.object.objectType))
+                || (discover.isDiscoveringObjectId && discover.objectId == context.objectId)
+            guard matches else { return }
+            try? await request.respond(ResolveEvent(object: context.object))
+        }
+
+        /// Coaty's rule evaluation: compatible pairs, the first matching rule, rates, then only the changes on the wire.
+        mutating func evaluate() async {
+            let context = router.context
+            let rules = router.rules
+            var matched: [(sourceId: String, actorId: String, source: IoSource, rate: Double?, rule: String)] = []
+            var seen = Set<[String]>()
+            for sourceNode in nodes {
+                for source in sourceNode.ioSources {
+                    for actorNode in nodes {
+                        for actor in actorNode.ioActors where source.isCompatible(with: actor) {
+                            guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
+                            let candidate = IoRoutingCandidate(
+                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context)
+                            guard let rule = rules.match(candidate) else { continue }
+                            matched.append((source.objectId, actor.objectId, source, maximum(source.updateRate, actor.updateRate), rule))
+                        }
+                    }
+                }
+            }
+            var cumulatedRates: [String: Double?] = [:]
+            for pair in matched {
+                cumulatedRates[pair.sourceId] = maximum(cumulatedRates[pair.sourceId] ?? nil, pair.rate)
+            }
+
+            var resolved: [[String]: (source: IoSource, rate: Double?, rule: String)] = [:]
+            for pair in matched {
+                resolved[[pair.sourceId, pair.actorId]] = (pair.source, cumulatedRates[pair.sourceId] ?? nil, pair.rule)
+            }
+            var kept: [IoAssociation] = []
+            for association in associations {
+                let key = [association.sourceId, association.actorId]
+                guard let target = resolved.removeValue(forKey: key) else {
+                    await publish(association, route: nil)
+                    continue
+                }
+                var updated = association
+                updated.rule = target.rule
+                if target.rate != association.updateRate {
+                    updated.updateRate = target.rate
+                    await publish(updated, route: updated.route)
+                }
+                kept.append(updated)
+            }
+            for pair in matched {
+                guard let target = resolved.removeValue(forKey: [pair.sourceId, pair.actorId]) else { continue }
+                let association = IoAssociation(
+                    sourceId: pair.sourceId, actorId: pair.actorId, route: route(for: target.source),
+                    updateRate: target.rate, rule: target.rule)
+                await publish(association, route: association.route)
+                kept.append(association)
+            }
+            associations = kept
+            router.update { [kept] in $0.associations = kept }
+        }
+
+        /// The route a source publishes on: its external route, or one in the router's namespace, cached.
+        private mutating func route(for source: IoSource) -> String {
+            if let route = sourceRoutes[source.objectId] { return route }
+            let route = source.externalRoute ?? CoatyTopic.ioValueRoute(namespace: manager.options.namespace, sourceId: source.objectId)
+            sourceRoutes[source.objectId] = route
+            return route
+        }
+
+        private func publish(_ association: IoAssociation, route: String?) async {
+            let event = AssociateEvent(
+                ioContextName: contextName, ioSourceId: association.sourceId, ioActorId: association.actorId,
+                associatingRoute: route, updateRate: route == nil ? nil : association.updateRate)
+            do {
+                try await manager.publishAssociate(event)
+                if route == nil {
+                    logger.info("disassociated \(association.sourceId) from \(association.actorId)")
+                } else {
+                    logger.info("associated \(association.sourceId) with \(association.actorId) by rule \(association.rule)")
+                }
+            } catch {
+                logger.error("cannot publish Associate: \(error)")
+            }
+        }
+    }
+}
+
+/// The larger of two optional rates; nil only when both are nil.
+func maximum(_ a: Double?, _ b: Double?) -> Double? {
+    switch (a, b) {
+    case (let a?, let b?): max(a, b)
+    case (let a?, nil): a
+    case (nil, let b?): b
+    case (nil, nil): nil
+    }
+}

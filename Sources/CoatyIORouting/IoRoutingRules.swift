@@ -1,0 +1,59 @@
+import CoatyJSON
+import CoatyModel
+
+/// A pair a router may associate, with everything a rule may look at.
+public struct IoRoutingCandidate: Sendable {
+    public let source: IoSource
+    public let sourceNode: IoNode
+    public let actor: IoActor
+    public let actorNode: IoNode
+    public let context: IoContext
+
+    /// The data rule conditions read: `source`, `sourceNode`, `actor`, `actorNode` and `context`, each as its JSON.
+    public var ruleData: JSONValue {
+        [
+            "source": source.jsonValue, "sourceNode": sourceNode.jsonValue, "actor": actor.jsonValue,
+            "actorNode": actorNode.jsonValue, "context": context.jsonValue,
+        ]
+    }
+}
+
+/// Decides which compatible pairs a router associates.
+public protocol IoRoutingRules: Sendable {
+    /// The name of the rule that associates the pair, or nil to leave it unassociated.
+    func match(_ candidate: IoRoutingCandidate) -> String?
+}
+
+/// A routing rule written in Swift.
+public struct IoAssociationRule: Sendable {
+    public var name: String
+    /// The value type of the sources the rule is for; nil for a rule that applies to every value type.
+    public var valueType: String?
+    public var condition: @Sendable (IoRoutingCandidate) -> Bool
+
+    public init(name: String, valueType: String?, condition: @escaping @Sendable (IoRoutingCandidate) -> Bool) {
+        self.name = name
+        self.valueType = valueType
+        self.condition = condition
+    }
+}
+
+/// Rules with Coaty's semantics: the rules for the source's value type are tried in order, and only when there
+/// are none for that value type, the rules for every value type; the first that holds associates the pair.
+public struct IoAssociationRules: IoRoutingRules {
+    private let byValueType: [String: [IoAssociationRule]]
+    private let global: [IoAssociationRule]
+
+    public init(_ rules: [IoAssociationRule]) {
+        byValueType = Dictionary(grouping: rules.filter { $0.valueType != nil && $0.valueType != "" }) { $0.valueType ?? "" }
+        global = rules.filter { $0.valueType == nil || $0.valueType == "" }
+    }
+
+    /// Every compatible pair, as Coaty's BasicIoRouter does.
+    public static let all = IoAssociationRules([IoAssociationRule(name: "all", valueType: nil) { _ in true }])
+
+    public func match(_ candidate: IoRoutingCandidate) -> String? {
+        let rules = byValueType[candidate.source.valueType] ?? global
+        return rules.first { $0.condition(candidate) }?.name
+    }
+}

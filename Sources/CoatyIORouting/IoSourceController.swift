@@ -1,0 +1,182 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyModel
+import CoatyRuntime
+import Logging
+import Synchronization
+
+/// Publishes the values of this agent's IO sources, shaped by each source's backpressure strategy and the update
+/// rate its router asked for. Values of a source that is not associated are dropped.
+public final class IoSourceController<C: Clock>: Controller where C.Duration == Duration {
+    private struct Source {
+        var source: IoSource
+        var pipeline = IoSourcePipeline<C.Instant>()
+        var timer: Task<Void, Never>?
+        var timerGeneration = 0
+        let association = CurrentValueBroadcast(false)
+        let updateRate = CurrentValueBroadcast<Double?>(nil)
+        var dropped = 0
+    }
+
+    private struct State {
+        var manager: CommunicationManager?
+        var logger = Logger(label: "coaty.io-source")
+        var sources: [String: Source] = [:]
+    }
+
+    private let clock: C
+    private let state = Mutex(State())
+
+    public init(clock: C) {
+        self.clock = clock
+    }
+
+    public func onInit(_ context: ControllerContext) async throws {
+        let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
+        state.withLock { state in
+            state.manager = context.communicationManager
+            state.logger = context.logger
+            for source in sources { state.sources[source.objectId] = Source(source: source) }
+        }
+    }
+
+    public func whileStarted(_ context: ControllerContext) async {
+        let manager = context.communicationManager
+        let ids = state.withLock { Array($0.sources.keys) }
+        await withDiscardingTaskGroup { group in
+            for id in ids {
+                guard let states = try? manager.observeIoState(of: id) else { continue }
+                group.addTask {
+                    for await ioState in states { self.apply(ioState, to: id) }
+                }
+            }
+        }
+        // Stopped: nothing scheduled survives; a restart brings fresh IoStates.
+        state.withLock { state in
+            for id in state.sources.keys {
+                state.sources[id]?.timer?.cancel()
+                state.sources[id]?.timer = nil
+                state.sources[id]?.pipeline.rebuild(.closed, at: clock.now)
+            }
+        }
+    }
+
+    private func apply(_ ioState: IoState, to id: String) {
+        state.withLock { state in
+            guard var source = state.sources[id] else { return }
+            let changed = source.association.value != ioState.hasAssociations || source.updateRate.value != ioState.updateRate
+            source.association.send(ioState.hasAssociations)
+            source.updateRate.send(ioState.updateRate)
+            guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return }
+            source.timer?.cancel()
+            source.timer = nil
+            source.timerGeneration += 1
+            source.pipeline.rebuild(
+                .init(isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate, strategy: source.source.updateStrategy),
+                at: clock.now)
+            state.sources[id] = source
+        }
+    }
+
+    /// Publishes a JSON value of an own source, subject to its strategy. Returns false when the value was dropped
+    /// because the source is not associated.
+    @discardableResult
+    public func publish(_ value: JSONValue, from source: IoSource) throws(CoatyError) -> Bool {
+        try publish(.json(value), from: source.objectId)
+    }
+
+    /// Publishes raw bytes of an own source with `useRawIoValues`.
+    @discardableResult
+    public func publish(raw bytes: [UInt8], from source: IoSource) throws(CoatyError) -> Bool {
+        try publish(.raw(bytes), from: source.objectId)
+    }
+
+    @discardableResult
+    public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
+        let now = clock.now
+        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, Bool)? in
+            guard var source = state.sources[sourceId] else { throw .unknownIoPoint(sourceId) }
+            switch value {
+            case .raw: guard source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .json: guard !source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            }
+            guard let manager = state.manager else { return nil }
+            defer { state.sources[sourceId] = source }
+            switch source.pipeline.push(value, at: now) {
+            case .dropped:
+                source.dropped += 1
+                return nil
+            case .publishNow(let value):
+                return (source.source, manager, value, false)
+            case .scheduled:
+                let needsTimer = source.timer == nil
+                if needsTimer { source.timer = makeTimer(for: sourceId, generation: source.timerGeneration) }
+                return (source.source, manager, nil, true)
+            }
+        }
+        guard let (source, manager, immediate, _) = outcome else { return false }
+        if let immediate { try manager.publishIoValue(immediate, of: source) }
+        return true
+    }
+
+    /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
+    private func makeTimer(for sourceId: String, generation: Int) -> Task<Void, Never> {
+        Task { [clock] in
+            while true {
+                let deadline = state.withLock { state -> C.Instant? in
+                    guard state.sources[sourceId]?.timerGeneration == generation else { return nil }
+                    guard let deadline = state.sources[sourceId]?.pipeline.nextDeadline else {
+                        state.sources[sourceId]?.timer = nil
+                        return nil
+                    }
+                    return deadline
+                }
+                guard let deadline else { return }
+                do {
+                    try await clock.sleep(until: deadline, tolerance: nil)
+                } catch {
+                    return
+                }
+                let due = state.withLock { state -> (IoValue, IoSource, CommunicationManager)? in
+                    guard var source = state.sources[sourceId], source.timerGeneration == generation,
+                        let manager = state.manager, let value = source.pipeline.advance(to: clock.now)
+                    else { return nil }
+                    defer { state.sources[sourceId] = source }
+                    return (value, source.source, manager)
+                }
+                if let (value, source, manager) = due {
+                    do {
+                        try manager.publishIoValue(value, of: source)
+                    } catch {
+                        state.withLock { $0.logger }.error("cannot publish a value of \(source.name): \(error)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the source is associated now, then every change.
+    public func associations(of source: IoSource) -> AsyncStream<Bool> {
+        state.withLock { $0.sources[source.objectId]?.association.stream() } ?? AsyncStream { $0.finish() }
+    }
+
+    /// The update rate the router asks of the source (milliseconds; nil when none), then every change.
+    public func updateRates(of source: IoSource) -> AsyncStream<Double?> {
+        state.withLock { $0.sources[source.objectId]?.updateRate.stream() } ?? AsyncStream { $0.finish() }
+    }
+
+    public func isAssociated(_ source: IoSource) -> Bool {
+        state.withLock { $0.sources[source.objectId]?.association.value ?? false }
+    }
+
+    /// Values dropped because the source was not associated.
+    public func droppedValues(of source: IoSource) -> Int {
+        state.withLock { $0.sources[source.objectId]?.dropped ?? 0 }
+    }
+}
+
+extension IoSourceController where C == ContinuousClock {
+    public convenience init() {
+        self.init(clock: ContinuousClock())
+    }
+}
