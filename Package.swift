@@ -25,5 +25,6 @@ let package = Package(
         .target(name: "CoatyMQTT"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
+        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
     ]
 )
