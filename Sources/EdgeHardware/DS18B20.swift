@@ -1,4 +1,3 @@
-import CoatyJSON
 import Dispatch
 
 /// A DS18B20 thermometer on the 1-Wire bus, read through the kernel's w1_therm driver at
@@ -56,12 +55,12 @@ public struct DS18B20: Sensor {
         let lines = text.split(separator: "\n")
         guard lines.count == 2, let crcMarker = lines[0].firstRange(of: " crc="),
             let temperatureMarker = lines[1].firstRange(of: " t=")
-        else { throw SensorError.invalidReading("\(path) holds \(quoted(text))") }
+        else { throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))") }
 
         switch lines[0][crcMarker.upperBound...].split(separator: " ").last {
         case "YES": break
-        case "NO": throw SensorError.checksumMismatch("\(path) reports \(quoted(lines[0]))")
-        default: throw SensorError.invalidReading("\(path) holds \(quoted(text))")
+        case "NO": throw SensorError.checksumMismatch("\(path) reports \(SysfsFile.quoted(lines[0]))")
+        default: throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
         }
 
         let scratchpad = lines[0][..<crcMarker.lowerBound].split(separator: " ").filter { $0 != ":" }
@@ -71,7 +70,7 @@ public struct DS18B20: Sensor {
         }
 
         guard let millidegrees = Int(lines[1][temperatureMarker.upperBound...]) else {
-            throw SensorError.invalidReading("\(path) holds \(quoted(text))")
+            throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
         }
         // The scratchpad holds 85 °C after power-on until the first conversion completes; a device that
         // lost power mid-read shows it too.
@@ -84,11 +83,4 @@ public struct DS18B20: Sensor {
         }
         return celsius
     }
-}
-
-/// Text from a device, quoted and escaped for an error message, cut short if long.
-func quoted(_ text: some StringProtocol) -> String {
-    let limit = 120
-    let shown = JSONValue.string(String(text.prefix(limit))).serialized()
-    return text.count > limit ? shown + "..." : shown
 }

@@ -125,9 +125,9 @@ private struct DevicesParser {
 
         var pollInterval = Self.defaultPollInterval
         if let interval = try entry.optional("pollInterval") {
-            pollInterval = try duration(interval)
+            pollInterval = try Duration(parsing: interval)
             guard pollInterval >= shortestInterval else {
-                throw interval.error("must be at least \(format(shortestInterval)) for a \(driver.rawValue)")
+                throw interval.error("must be at least \(shortestInterval.configurationText) for a \(driver.rawValue)")
             }
         }
         let retry = try entry.optional("retry").map { (cursor) throws(JSONShapeError) in try backoff(cursor) }
@@ -196,13 +196,13 @@ private struct DevicesParser {
         try cursor.allowOnly(["min", "max"])
         var minimum = Self.defaultRetry.minimum
         if let min = try cursor.optional("min") {
-            minimum = try duration(min)
+            minimum = try Duration(parsing: min)
             guard minimum > .zero else { throw min.error("must be longer than zero") }
         }
         var maximum = max(Self.defaultRetry.maximum, minimum)
         if let max = try cursor.optional("max") {
-            maximum = try duration(max)
-            guard maximum >= minimum else { throw max.error("must not be shorter than min, \(format(minimum))") }
+            maximum = try Duration(parsing: max)
+            guard maximum >= minimum else { throw max.error("must not be shorter than min, \(minimum.configurationText)") }
         }
         return Backoff(minimum: minimum, maximum: maximum)
     }
@@ -263,7 +263,7 @@ private struct DevicesParser {
         case "round":
             return .round(Rounding(digits: try argument.integer(in: 0...15)))
         case "heartbeat":
-            let period = try duration(argument)
+            let period = try Duration(parsing: argument)
             guard period > .zero else { throw argument.error("must be longer than zero") }
             return .heartbeat(Heartbeat(period: period))
         default:
@@ -320,7 +320,7 @@ private struct DevicesParser {
         let ioSourceId = try ioSource(entry)
         let line = try line(entry)
         let activeLow = try entry.optional("activeLow")?.bool() ?? false
-        let debounce = try entry.optional("debounce").map { (cursor) throws(JSONShapeError) in try duration(cursor) } ?? .zero
+        let debounce = try entry.optional("debounce").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero
         var mapping = InputMapping.boolean
         if let values = try entry.optional("values") {
             try values.allowOnly(["active", "inactive"])
@@ -386,38 +386,39 @@ private struct DevicesParser {
 
 // MARK: Durations
 
-private let durationUnits: [(suffix: String, nanoseconds: Int64)] = [
-    ("ms", 1_000_000), ("min", 60_000_000_000), ("s", 1_000_000_000), ("h", 3_600_000_000_000),
-]
+extension Duration {
+    private static let units: [(suffix: String, nanoseconds: Int64)] = [
+        ("ms", 1_000_000), ("min", 60_000_000_000), ("s", 1_000_000_000), ("h", 3_600_000_000_000),
+    ]
 
-/// A duration written as a number and a unit: "500ms", "10s", "1.5s", "5min", "1h".
-func duration(_ cursor: JSONCursor) throws(JSONShapeError) -> Duration {
-    let example = "like \"500ms\", \"10s\", \"5min\" or \"1h\""
-    guard case .string(let text) = cursor.value else {
-        throw cursor.error("expected a duration \(example), found \(cursor.value.typeName)")
+    /// A duration written as a number and a unit: "500ms", "10s", "1.5s", "5min", "1h".
+    init(parsing cursor: JSONCursor) throws(JSONShapeError) {
+        let example = "like \"500ms\", \"10s\", \"5min\" or \"1h\""
+        guard case .string(let text) = cursor.value else {
+            throw cursor.error("expected a duration \(example), found \(cursor.value.typeName)")
+        }
+        let invalid = cursor.error("\"\(text)\" is not a duration \(example)")
+        guard let unit = Self.units.first(where: { text.hasSuffix($0.suffix) }) else { throw invalid }
+        let parts = text.dropLast(unit.suffix.count).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let whole = parts[0]
+        let fraction = parts.count == 2 ? parts[1] : ""
+        let isDigits = { (part: Substring) in part.allSatisfy { $0.isASCII && $0.isNumber } }
+        guard !whole.isEmpty, isDigits(whole), isDigits(fraction), parts.count == 1 || !fraction.isEmpty,
+            whole.count + fraction.count <= 15, let mantissa = Int64(whole + fraction)
+        else { throw invalid }
+        var divisor: Int64 = 1
+        for _ in fraction { divisor *= 10 }
+        let (scaled, overflow) = mantissa.multipliedReportingOverflow(by: unit.nanoseconds)
+        guard !overflow else { throw cursor.error("\"\(text)\" is too long") }
+        self = .nanoseconds(scaled / divisor)
     }
-    let invalid = cursor.error("\"\(text)\" is not a duration \(example)")
-    guard let unit = durationUnits.first(where: { text.hasSuffix($0.suffix) }) else { throw invalid }
-    let number = text.dropLast(unit.suffix.count)
-    let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-    let whole = parts[0]
-    let fraction = parts.count == 2 ? parts[1] : ""
-    let isDigits = { (part: Substring) in part.allSatisfy { $0.isASCII && $0.isNumber } }
-    guard !whole.isEmpty, isDigits(whole), isDigits(fraction), parts.count == 1 || !fraction.isEmpty,
-        whole.count + fraction.count <= 15, let mantissa = Int64(whole + fraction)
-    else { throw invalid }
-    var divisor: Int64 = 1
-    for _ in fraction { divisor *= 10 }
-    let (scaled, overflow) = mantissa.multipliedReportingOverflow(by: unit.nanoseconds)
-    guard !overflow else { throw cursor.error("\"\(text)\" is too long") }
-    return .nanoseconds(scaled / divisor)
-}
 
-/// A duration the way the configuration writes it: "100ms", "1s", "5min".
-func format(_ duration: Duration) -> String {
-    let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-    for unit in durationUnits.sorted(by: { $0.nanoseconds > $1.nanoseconds }) where nanoseconds % unit.nanoseconds == 0 {
-        return "\(nanoseconds / unit.nanoseconds)\(unit.suffix)"
+    /// The duration the way the configuration writes it: "100ms", "1s", "5min".
+    var configurationText: String {
+        let nanoseconds = components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+        for unit in Self.units.sorted(by: { $0.nanoseconds > $1.nanoseconds }) where nanoseconds % unit.nanoseconds == 0 {
+            return "\(nanoseconds / unit.nanoseconds)\(unit.suffix)"
+        }
+        return "\(nanoseconds)ns"
     }
-    return "\(nanoseconds)ns"
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CoatyJSON
 import Dispatch
 
 /// Reads small sysfs attribute files, the way the kernel exposes 1-Wire devices and thermal zones.
@@ -15,18 +16,20 @@ enum SysfsFile {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw failure(errno, path) }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: capacity)
-        while bytes.count < capacity {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        var filled = 0
+        while filled < capacity {
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                read(descriptor, bytes.baseAddress.map { $0 + filled }, capacity - filled)
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw failure(errno, path)
             }
             if count == 0 { break }
-            bytes += chunk[0..<count]
+            filled += count
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: buffer[..<filled], as: UTF8.self)
     }
 
     /// Reads the file on `queue` instead of a cooperative thread: a 1-Wire read blocks for the whole
@@ -59,5 +62,18 @@ enum SysfsFile {
         case ENOENT, ENOTDIR, ENODEV, ENXIO: .noDevice(path)
         default: .io(errno: code, path)
         }
+    }
+
+    /// Text from a device, quoted and escaped for an error message, cut short if long.
+    static func quoted(_ text: some StringProtocol) -> String {
+        let limit = 120
+        let shown = JSONValue.string(String(text.prefix(limit))).serialized()
+        return text.count > limit ? shown + "..." : shown
+    }
+
+    /// The text without the whitespace around it; attributes end in a newline.
+    static func trimmed(_ text: String) -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
+        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

@@ -13,8 +13,7 @@ public struct ThermalZone: Sensor {
     public init(zone: Int, sysfsRoot: String = "/sys") {
         self.zone = zone
         self.sysfsRoot = sysfsRoot
-        let type = try? SysfsFile.contents(of: Self.directory(zone, sysfsRoot) + "/type")
-            .trimmingWhitespace()
+        let type = (try? SysfsFile.contents(of: Self.directory(zone, sysfsRoot) + "/type")).map(SysfsFile.trimmed)
         self.type = type?.isEmpty == false ? type : nil
         self.queue = DispatchQueue(label: "thermal_zone\(zone)")
     }
@@ -28,8 +27,8 @@ public struct ThermalZone: Sensor {
     public func read() async throws(SensorError) -> [Measurement] {
         let path = Self.directory(zone, sysfsRoot) + "/temp"
         let text = try await SysfsFile.contents(of: path, on: queue)
-        guard let millidegrees = Int(text.trimmingWhitespace()) else {
-            throw SensorError.invalidReading("\(path) holds \(quoted(text))")
+        guard let millidegrees = Int(SysfsFile.trimmed(text)) else {
+            throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
         }
         return [Measurement(.temperature, Double(millidegrees) / 1000)]
     }
@@ -46,12 +45,5 @@ public struct ThermalZone: Sensor {
 
     private static func directory(_ zone: Int, _ sysfsRoot: String) -> String {
         sysfsRoot + "/class/thermal/thermal_zone\(zone)"
-    }
-}
-
-extension StringProtocol {
-    func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
-        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

@@ -5,13 +5,13 @@ import Testing
 @testable import EdgeHardware
 
 /// Parses `devices` (JSON text) as the value of a configuration's `devices` member.
-func parseDevices(_ devices: String) throws -> DeviceConfiguration {
+private func parseDevices(_ devices: String) throws -> DeviceConfiguration {
     let document = try JSONValue(parsing: #"{"devices": "# + devices + "}")
     return try DeviceConfiguration(parsing: JSONCursor(document).required("devices"), file: "agent.json")
 }
 
 /// The error parsing `devices` gives, as "path: reason".
-func parseError(_ devices: String) -> String? {
+private func parseError(_ devices: String) -> String? {
     do {
         _ = try parseDevices(devices)
         return nil
@@ -23,7 +23,7 @@ func parseError(_ devices: String) -> String? {
     }
 }
 
-func path(_ text: String) -> JSONPath {
+private func path(_ text: String) -> JSONPath {
     var components: [JSONPath.Component] = []
     for part in text.dropFirst(2).split(separator: ".") {
         var name = Substring(part)
@@ -38,7 +38,7 @@ func path(_ text: String) -> JSONPath {
     return JSONPath(components)
 }
 
-let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76", "sources": {"temperature": {"ioSource": "t"}}}"#
+private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76", "sources": {"temperature": {"ioSource": "t"}}}"#
 
 @Suite struct DeviceConfigurationTests {
     @Test func theExampleForARaspberryPiParsesToTheExpectedModel() throws {
@@ -473,12 +473,12 @@ let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76", "source
         ("0ms", .zero), ("007s", .seconds(7)), ("0.000000001s", .nanoseconds(1)),
     ])
     func parses(text: String, expected: Duration) throws {
-        #expect(try duration(JSONCursor(.string(text))) == expected)
+        #expect(try Duration(parsing: JSONCursor(.string(text))) == expected)
     }
 
     @Test(arguments: ["", "s", "ms", ".5s", "5", "5m", "5sec", "5 s", "1e3ms", "+5s", "5.5.5s", "5S", "١s"])
     func rejects(text: String) {
-        #expect(throws: JSONShapeError.self) { try duration(JSONCursor(.string(text))) }
+        #expect(throws: JSONShapeError.self) { try Duration(parsing: JSONCursor(.string(text))) }
     }
 
     @Test(arguments: [
@@ -486,6 +486,6 @@ let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76", "source
         (.seconds(7200), "2h"), (.milliseconds(1500), "1500ms"), (.nanoseconds(5), "5ns"),
     ])
     func formats(duration: Duration, expected: String) {
-        #expect(format(duration) == expected)
+        #expect(duration.configurationText == expected)
     }
 }

@@ -4,7 +4,7 @@ import Testing
 @testable import EdgeHardware
 
 /// The states after each value, nil where the value was rejected.
-func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?] {
+private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?] {
     values.map { logic.receive($0) }
 }
 

@@ -3,7 +3,7 @@ import Testing
 
 @testable import EdgeHardware
 
-struct TimedEvent: Hashable, CustomStringConvertible {
+private struct TimedEvent: Hashable, CustomStringConvertible {
     var time: Duration
     var event: SensorEvent
 
@@ -15,10 +15,10 @@ struct TimedEvent: Hashable, CustomStringConvertible {
     var description: String { "\(time): \(event)" }
 }
 
-typealias Status = SensorStatus<VirtualClock.Instant>
+private typealias Status = SensorStatus<VirtualClock.Instant>
 
 /// Every event the poller delivers until the sensor's script is used up, with the clock time at delivery.
-func collect(_ poller: SensorPoller<VirtualClock>) async -> [TimedEvent] {
+private func collect(_ poller: SensorPoller<VirtualClock>) async -> [TimedEvent] {
     // In a task of its own: the scripted sensor ends the run by cancelling the task that reads it.
     await Task {
         var events: [TimedEvent] = []
@@ -29,7 +29,7 @@ func collect(_ poller: SensorPoller<VirtualClock>) async -> [TimedEvent] {
     }.value
 }
 
-func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
+private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
     values.map(VirtualClock.at)
 }
 

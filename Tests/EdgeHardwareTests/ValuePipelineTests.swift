@@ -3,7 +3,7 @@ import Testing
 @testable import EdgeHardware
 
 /// Runs `values` through a fresh pipeline, the n-th value at n × `every` seconds.
-func outputs(_ filters: [ValueFilter], _ values: [Double], every seconds: Int = 10) -> [Double?] {
+private func outputs(_ filters: [ValueFilter], _ values: [Double], every seconds: Int = 10) -> [Double?] {
     var pipeline = ValuePipeline(filters)
     return values.enumerated().map { index, value in
         pipeline.process(value, at: .seconds(index * seconds))
