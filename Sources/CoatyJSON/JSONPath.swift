@@ -160,3 +160,26 @@ public struct JSONCursor: Sendable {
         error("expected \(expected), found \(value.typeName)")
     }
 }
+
+/// A JSON file that cannot be used (a configuration, a rules file): which file, where in it, and why.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    /// Nil when the file as a whole is wrong: unreadable, or not JSON.
+    public var path: JSONPath?
+    public var reason: String
+
+    public init(file: String, path: JSONPath?, reason: String) {
+        self.file = file
+        self.path = path
+        self.reason = reason
+    }
+
+    public init(file: String, _ error: JSONShapeError) {
+        self.init(file: file, path: error.path, reason: error.reason)
+    }
+
+    public var description: String {
+        if let path { return "\(file): \(path): \(reason)" }
+        return "\(file): \(reason)"
+    }
+}

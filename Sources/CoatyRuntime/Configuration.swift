@@ -214,24 +214,6 @@ public struct Configuration: Sendable {
     }
 }
 
-/// A configuration that cannot be used: which file, where in it, and why.
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var file: String
-    public var path: JSONPath?
-    public var reason: String
-
-    public init(file: String, path: JSONPath?, reason: String) {
-        self.file = file
-        self.path = path
-        self.reason = reason
-    }
-
-    public var description: String {
-        if let path { return "\(file): \(path): \(reason)" }
-        return "\(file): \(reason)"
-    }
-}
-
 struct FileReadError: Error, CustomStringConvertible {
     var description: String
 }

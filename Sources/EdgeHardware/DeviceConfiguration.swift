@@ -1,0 +1,123 @@
+import CoatyJSON
+
+/// The validated `devices` section of the agent's configuration: which hardware backs which IoSource and
+/// IoActor. Sources and actors are referred to by their Coaty objectId.
+public struct DeviceConfiguration: Sendable, Hashable {
+    /// Run every device against emulated chips and lines instead of the hardware.
+    public var emulated: Bool
+    /// Where sysfs is mounted; 1-Wire devices and thermal zones are read below it.
+    public var sysfsRoot: String
+    public var sensors: [SensorDevice]
+    public var outputs: [OutputDevice]
+    public var inputs: [InputDevice]
+
+    public init(
+        emulated: Bool = false, sysfsRoot: String = "/sys", sensors: [SensorDevice] = [], outputs: [OutputDevice] = [],
+        inputs: [InputDevice] = []
+    ) {
+        self.emulated = emulated
+        self.sysfsRoot = sysfsRoot
+        self.sensors = sensors
+        self.outputs = outputs
+        self.inputs = inputs
+    }
+}
+
+/// A sensor polled at an interval; each quantity it publishes goes through its own pipeline to its own IoSource.
+public struct SensorDevice: Sendable, Hashable {
+    public var driver: SensorDriver
+    public var connection: SensorConnection
+    public var pollInterval: Duration
+    public var retry: Backoff
+    /// In the order of `driver.quantities`.
+    public var sources: [SourceBinding]
+    /// Where the sensor is configured, for messages about it.
+    public var path: JSONPath
+
+    /// The pipelines a `SensorPoller` runs, fresh.
+    public var pipelines: [Quantity: ValuePipeline] {
+        Dictionary(uniqueKeysWithValues: sources.map { ($0.quantity, ValuePipeline($0.filters)) })
+    }
+}
+
+public enum SensorDriver: String, Sendable, Hashable, CaseIterable {
+    case tmp102, mcp9808, lm75, lm75a, sht31, bme280, ds18b20, thermal
+
+    /// What the sensor measures, in the order its driver reads them.
+    public var quantities: [Quantity] {
+        switch self {
+        case .bme280: [.temperature, .humidity, .pressure]
+        case .sht31: [.temperature, .humidity]
+        case .tmp102, .mcp9808, .lm75, .lm75a, .ds18b20, .thermal: [.temperature]
+        }
+    }
+
+    /// The addresses the chip can be strapped to, for I2C chips; nil for the others.
+    public var i2cAddresses: ClosedRange<UInt8>? {
+        switch self {
+        case .tmp102: 0x48...0x4B
+        case .mcp9808: 0x18...0x1F
+        case .lm75, .lm75a: 0x48...0x4F
+        case .sht31: 0x44...0x45
+        case .bme280: 0x76...0x77
+        case .ds18b20, .thermal: nil
+        }
+    }
+}
+
+public enum SensorConnection: Sendable, Hashable {
+    /// The bus device path (`/dev/i2c-1`) and the 7-bit address.
+    case i2c(bus: String, address: UInt8)
+    /// The kernel's device id, `28-xxxxxxxxxxxx`.
+    case oneWire(deviceId: String)
+    case thermalZone(Int)
+}
+
+/// One quantity of a sensor, published by one IoSource.
+public struct SourceBinding: Sendable, Hashable {
+    public var quantity: Quantity
+    public var ioSourceId: String
+    public var filters: [ValueFilter]
+    public var path: JSONPath
+}
+
+/// A GPIO line: the chip's name (`gpiochip0`) and the line's offset on it.
+public struct GPIOLineAddress: Sendable, Hashable, CustomStringConvertible {
+    public var chip: String
+    public var offset: Int
+
+    public init(chip: String, offset: Int) {
+        self.chip = chip
+        self.offset = offset
+    }
+
+    public var description: String { "line \(offset) of \(chip)" }
+}
+
+/// A GPIO output line driven by the values routed to an IoActor.
+public struct OutputDevice: Sendable, Hashable {
+    public var ioActorId: String
+    public var line: GPIOLineAddress
+    public var activeLow: Bool
+    /// The logical state the line is requested with.
+    public var initial: Bool
+    public var safeState: SafeState
+    public var control: OutputControl
+    public var path: JSONPath
+
+    /// The decisions for this line, starting from its initial state.
+    public var logic: OutputLogic {
+        OutputLogic(control: control, initial: initial, safeState: safeState)
+    }
+}
+
+/// A GPIO input line published by an IoSource.
+public struct InputDevice: Sendable, Hashable {
+    public var ioSourceId: String
+    public var line: GPIOLineAddress
+    public var activeLow: Bool
+    /// How long the line must be stable before a change counts; zero for none.
+    public var debounce: Duration
+    public var mapping: InputMapping
+    public var path: JSONPath
+}

@@ -1,0 +1,165 @@
+import CoatyJSON
+
+/// How an output line follows the values routed to its IoActor.
+public enum OutputControl: Sendable, Hashable {
+    /// On or off as the values say: `true`/`false`, `1`/`0`, `"on"`/`"off"` in any case.
+    case switching
+    /// On or off as a number crosses two thresholds, holding the state between them.
+    case hysteresis(Hysteresis)
+}
+
+/// Two thresholds with a band between them in which the state holds, so that a value hovering at one
+/// threshold does not make a relay chatter. A fan runs `onAbove: 60, offBelow: 55`; a heater runs
+/// `onBelow: 18, offAbove: 21`. A value exactly on a threshold holds the state too.
+public struct Hysteresis: Sendable, Hashable {
+    /// The threshold past which the output switches on.
+    public let on: Double
+    /// The threshold past which the output switches off.
+    public let off: Double
+
+    /// On above `on`, off below `off`; nil unless `on > off`.
+    public init?(onAbove on: Double, offBelow off: Double) {
+        guard on > off else { return nil }
+        self.on = on
+        self.off = off
+    }
+
+    /// On below `on`, off above `off`; nil unless `on < off`.
+    public init?(onBelow on: Double, offAbove off: Double) {
+        guard on < off else { return nil }
+        self.on = on
+        self.off = off
+    }
+
+    /// Whether the output is on when the value rises (a fan) rather than when it falls (a heater).
+    public var onWhenHigh: Bool { on > off }
+
+    public func state(for value: Double, current: Bool) -> Bool {
+        if onWhenHigh {
+            if value > on { return true }
+            if value < off { return false }
+        } else {
+            if value < on { return true }
+            if value > off { return false }
+        }
+        return current
+    }
+}
+
+/// What an output does when it can no longer trust its input: when its IoActor loses its association and when
+/// the agent shuts down.
+public enum SafeState: String, Sendable, Hashable, CaseIterable {
+    case on
+    case off
+    /// Leave the line as it is.
+    case keep
+}
+
+/// The decisions of one output line, without the line: which state it should have after each routed value
+/// and when it falls back to its safe state.
+public struct OutputLogic: Sendable, Hashable {
+    public let control: OutputControl
+    public let safeState: SafeState
+    /// The state the line should have now.
+    public private(set) var state: Bool
+    /// How many values meant nothing to this output and were ignored.
+    public private(set) var rejectedValues = 0
+
+    public init(control: OutputControl, initial: Bool, safeState: SafeState) {
+        self.control = control
+        self.state = initial
+        self.safeState = safeState
+    }
+
+    /// The state after `value`, or nil when the value means nothing to this output: then it is counted and
+    /// the state holds.
+    public mutating func receive(_ value: JSONValue) -> Bool? {
+        guard let next = decide(value) else {
+            rejectedValues += 1
+            return nil
+        }
+        state = next
+        return next
+    }
+
+    /// The state after falling back to the safe state; the current one for `keep`.
+    public mutating func enterSafeState() -> Bool {
+        switch safeState {
+        case .on: state = true
+        case .off: state = false
+        case .keep: break
+        }
+        return state
+    }
+
+    private func decide(_ value: JSONValue) -> Bool? {
+        switch (control, value) {
+        case (.switching, .bool(let on)):
+            return on
+        case (.switching, .number(let number)):
+            return number == 1 ? true : number == 0 ? false : nil
+        case (.switching, .string(let word)):
+            switch word.lowercased() {
+            case "on": return true
+            case "off": return false
+            default: return nil
+            }
+        case (.hysteresis(let hysteresis), .number(let number)) where number.isFinite:
+            return hysteresis.state(for: number, current: state)
+        default:
+            return nil
+        }
+    }
+}
+
+/// Drives one `DigitalOutput` with an `OutputLogic`, writing the line only when its state changes, and again
+/// after a write failed.
+public struct OutputDriver: Sendable {
+    public let line: any DigitalOutput
+    public private(set) var logic: OutputLogic
+    /// The state the line was last set to; nil after a failed write, so that the next decision writes again.
+    private var written: Bool?
+
+    /// Sets the line to the logic's state first, so that line and logic agree from the start.
+    public init(line: any DigitalOutput, logic: OutputLogic) throws(GPIOError) {
+        try line.set(active: logic.state)
+        self.line = line
+        self.logic = logic
+        self.written = logic.state
+    }
+
+    /// Applies a routed value.
+    public mutating func receive(_ value: JSONValue) -> OutputOutcome {
+        guard let state = logic.receive(value) else { return .rejected(value) }
+        return apply(state)
+    }
+
+    /// Applies the safe state; call it when the IoActor loses its association and on shutdown.
+    public mutating func enterSafeState() -> OutputOutcome {
+        apply(logic.enterSafeState())
+    }
+
+    private mutating func apply(_ state: Bool) -> OutputOutcome {
+        guard state != written else { return .unchanged }
+        do {
+            try line.set(active: state)
+        } catch {
+            written = nil
+            return .failed(error)
+        }
+        written = state
+        return .switched(on: state)
+    }
+}
+
+/// What an `OutputDriver` did.
+public enum OutputOutcome: Sendable, Hashable {
+    /// The line was set.
+    case switched(on: Bool)
+    /// The line already had the state.
+    case unchanged
+    /// The value meant nothing to the output and was ignored.
+    case rejected(JSONValue)
+    /// Setting the line failed; the next decision tries again.
+    case failed(GPIOError)
+}

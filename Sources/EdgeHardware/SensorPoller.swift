@@ -1,0 +1,170 @@
+import Synchronization
+
+/// Polls one sensor at a fixed interval and runs each configured quantity through its pipeline; iterating
+/// the poller does the polling, so a consumer that falls behind delays the next poll instead of piling up
+/// values.
+///
+/// Polls are due at the start and then every `interval`. A poll that comes due while the previous one is still
+/// running (a slow device, a slow consumer) runs as soon as it can and the schedule continues from there;
+/// missed polls are not made up. A failed read is retried after `backoff.delay(afterFailures:)` and the
+/// regular schedule resumes from the first read that succeeds again. The sequence ends when its task is
+/// cancelled; it never ends on its own and never throws.
+///
+/// Iterate a poller once: each iteration polls the sensor and keeps its own pipeline state; `status` shows the
+/// most recent iteration's view.
+public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration == Duration {
+    public typealias Element = SensorEvent
+    public typealias Failure = Never
+
+    public let sensor: any Sensor
+    public let interval: Duration
+    public let backoff: Backoff
+    /// The pipelines of the quantities to publish; the sensor's other quantities are read and not published.
+    public let pipelines: [Quantity: ValuePipeline]
+    public let clock: C
+    private let health = Health()
+
+    /// Needs an `interval` above zero.
+    public init(sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], clock: C) {
+        precondition(interval > .zero, "poll interval must be positive")
+        self.sensor = sensor
+        self.interval = interval
+        self.backoff = backoff
+        self.pipelines = pipelines
+        self.clock = clock
+    }
+
+    /// Whether the sensor answers, and if not since when and how often it failed in a row.
+    public var status: SensorStatus<C.Instant> {
+        health.status.withLock { $0 }
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(poller: self)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        private let poller: SensorPoller
+        private var pipelines: [Quantity: ValuePipeline]
+        private var pending: [SensorEvent] = []
+        /// Where the pipelines' time starts.
+        private let origin: C.Instant
+        /// When the next read is due: the first at once.
+        private var due: C.Instant
+        private var failures = 0
+
+        init(poller: SensorPoller) {
+            self.poller = poller
+            self.pipelines = poller.pipelines
+            self.origin = poller.clock.now
+            self.due = origin
+        }
+
+        public mutating func next() async -> SensorEvent? {
+            while true {
+                guard !Task.isCancelled else { return nil }
+                if !pending.isEmpty { return pending.removeFirst() }
+                do { try await poller.clock.sleep(until: due, tolerance: nil) } catch { return nil }
+                await poll()
+            }
+        }
+
+        private mutating func poll() async {
+            let result: Result<[Measurement], SensorError>
+            do {
+                result = .success(try await poller.sensor.read())
+            } catch {
+                result = .failure(error)
+            }
+            let now = poller.clock.now
+            switch result.flatMap(complete) {
+            case .success(let measurements):
+                if failures > 0 {
+                    pending.append(.recovered(failedAttempts: failures))
+                    failures = 0
+                    poller.health.status.withLock { $0 = .ok }
+                }
+                let time = origin.duration(to: now)
+                for measurement in measurements {
+                    if let value = pipelines[measurement.quantity]?.process(measurement.value, at: time) {
+                        pending.append(.value(measurement.quantity, value))
+                    }
+                }
+                let next = due.advanced(by: poller.interval)
+                self.due = next < now ? now : next
+            case .failure(let error):
+                failures += 1
+                if failures == 1 { pending.append(.failed(error)) }
+                poller.health.status.withLock { [failures] status in
+                    if case .failing(let since, _, _) = status {
+                        status = .failing(since: since, error: error, attempts: failures)
+                    } else {
+                        status = .failing(since: now, error: error, attempts: failures)
+                    }
+                }
+                self.due = now.advanced(by: poller.backoff.delay(afterFailures: failures))
+            }
+        }
+
+        /// The measurements, or an error when one of the quantities to publish is missing.
+        private func complete(_ measurements: [Measurement]) -> Result<[Measurement], SensorError> {
+            for quantity in Quantity.allCases where pipelines[quantity] != nil {
+                if !measurements.contains(where: { $0.quantity == quantity }) {
+                    return .failure(.invalidReading("\(poller.sensor.label) returned no \(quantity.rawValue)"))
+                }
+            }
+            return .success(measurements)
+        }
+    }
+
+    private final class Health: Sendable {
+        let status = Mutex<SensorStatus<C.Instant>>(.ok)
+    }
+}
+
+extension SensorPoller where C == ContinuousClock {
+    public init(sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline]) {
+        self.init(sensor: sensor, interval: interval, backoff: backoff, pipelines: pipelines, clock: ContinuousClock())
+    }
+}
+
+/// What a `SensorPoller` delivers.
+public enum SensorEvent: Sendable, Hashable {
+    /// A value that came out of the quantity's pipeline, ready to publish.
+    case value(Quantity, Double)
+    /// The sensor stopped answering (or never did); it is retried with backoff. Sent once when the failing
+    /// starts; `SensorPoller.status` has the latest error and the number of attempts.
+    case failed(SensorError)
+    /// The sensor answers again after `failedAttempts` failed reads in a row.
+    case recovered(failedAttempts: Int)
+}
+
+public enum SensorStatus<Instant: InstantProtocol>: Sendable, Hashable {
+    case ok
+    /// Failing since the first failed read, with the latest error and the number of failed reads in a row.
+    case failing(since: Instant, error: SensorError, attempts: Int)
+}
+
+/// How long to wait before retrying a failing device: `minimum` after the first failure, doubling with each
+/// further failure up to `maximum`.
+public struct Backoff: Sendable, Hashable {
+    public var minimum: Duration
+    public var maximum: Duration
+
+    /// Needs `0 < minimum <= maximum`.
+    public init(minimum: Duration, maximum: Duration) {
+        precondition(minimum > .zero && minimum <= maximum, "backoff needs 0 < minimum <= maximum")
+        self.minimum = minimum
+        self.maximum = maximum
+    }
+
+    public func delay(afterFailures failures: Int) -> Duration {
+        var delay = minimum
+        var doublings = failures - 1
+        while doublings > 0 && delay < maximum {
+            delay *= 2
+            doublings -= 1
+        }
+        return min(delay, maximum)
+    }
+}

@@ -1,0 +1,49 @@
+import Dispatch
+
+/// A kernel thermal zone, `<sysfsRoot>/class/thermal/thermal_zoneN`: on a Raspberry Pi, zone 0 is the SoC
+/// (`cpu-thermal`).
+public struct ThermalZone: Sensor {
+    public let zone: Int
+    /// What the kernel calls the zone (its `type` attribute), or nil when it does not say.
+    public let type: String?
+    public let sysfsRoot: String
+    private let queue: DispatchQueue
+
+    /// Reads the zone's `type` for its label; the temperature is read by `read()`.
+    public init(zone: Int, sysfsRoot: String = "/sys") {
+        self.zone = zone
+        self.sysfsRoot = sysfsRoot
+        let type = (try? SysfsFile.contents(of: Self.directory(zone, sysfsRoot) + "/type")).map(SysfsFile.trimmed)
+        self.type = type?.isEmpty == false ? type : nil
+        self.queue = DispatchQueue(label: "thermal_zone\(zone)")
+    }
+
+    public var label: String {
+        "thermal zone \(zone)" + (type.map { " (\($0))" } ?? "")
+    }
+
+    public var quantities: [Quantity] { [.temperature] }
+
+    public func read() async throws(SensorError) -> [Measurement] {
+        let path = Self.directory(zone, sysfsRoot) + "/temp"
+        let text = try await SysfsFile.contents(of: path, on: queue)
+        guard let millidegrees = Int(SysfsFile.trimmed(text)) else {
+            throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
+        }
+        return [Measurement(.temperature, Double(millidegrees) / 1000)]
+    }
+
+    /// The zones the kernel exposes, in zone order; empty when there are none.
+    public static func discover(sysfsRoot: String = "/sys") -> [ThermalZone] {
+        let prefix = "thermal_zone"
+        return (SysfsFile.entries(of: sysfsRoot + "/class/thermal") ?? [])
+            .compactMap { $0.hasPrefix(prefix) ? Int($0.dropFirst(prefix.count)) : nil }
+            .filter { $0 >= 0 }
+            .sorted()
+            .map { ThermalZone(zone: $0, sysfsRoot: sysfsRoot) }
+    }
+
+    private static func directory(_ zone: Int, _ sysfsRoot: String) -> String {
+        sysfsRoot + "/class/thermal/thermal_zone\(zone)"
+    }
+}

@@ -1,0 +1,173 @@
+import CoatyJSON
+import Testing
+
+@testable import EdgeHardware
+
+/// The states after each value, nil where the value was rejected.
+private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?] {
+    values.map { logic.receive($0) }
+}
+
+@Suite struct OutputLogicTests {
+    let fan = Hysteresis(onAbove: 60, offBelow: 55)
+    let heater = Hysteresis(onBelow: 18, offAbove: 21)
+
+    @Test func switchingReadsBooleansOneAndZeroAndOnOffInAnyCase() {
+        var logic = OutputLogic(control: .switching, initial: false, safeState: .off)
+        #expect(states(&logic, [true, false, 1, 0, "on", "OFF", "On", "oFf"]) == [true, false, true, false, true, false, true, false])
+        #expect(logic.rejectedValues == 0)
+    }
+
+    @Test func switchingCountsAndIgnoresEverythingElse() {
+        var logic = OutputLogic(control: .switching, initial: true, safeState: .off)
+        let values: [JSONValue] = [2, 0.5, -1, "yes", "true", "1", "", nil, [true], ["on": true]]
+        #expect(states(&logic, values) == Array(repeating: nil, count: values.count))
+        #expect(logic.rejectedValues == values.count)
+        #expect(logic.state == true)
+    }
+
+    @Test func fanSwitchesOnAboveAndOffBelowAndHoldsInBetween() throws {
+        var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
+        let temperatures: [JSONValue] = [50, 58, 60, 60.5, 58, 55, 54.9, 57, 61]
+        #expect(states(&logic, temperatures) == [false, false, false, true, true, true, false, false, true])
+    }
+
+    @Test func heaterSwitchesOnBelowAndOffAbove() throws {
+        let heater = try #require(heater)
+        #expect(!heater.onWhenHigh)
+        var logic = OutputLogic(control: .hysteresis(heater), initial: false, safeState: .off)
+        let temperatures: [JSONValue] = [20, 18, 17.9, 19, 21, 21.1, 19, -5]
+        #expect(states(&logic, temperatures) == [false, false, true, true, true, false, false, true])
+    }
+
+    @Test func hysteresisHoldsItsInitialStateInsideTheBand() throws {
+        var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: true, safeState: .off)
+        #expect(states(&logic, [57, 55.5]) == [true, true])
+    }
+
+    @Test func hysteresisCountsAndIgnoresWhatIsNotANumber() throws {
+        var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
+        #expect(states(&logic, [61, true, "62", "on", nil, 50]) == [true, nil, nil, nil, nil, false])
+        #expect(logic.rejectedValues == 4)
+    }
+
+    @Test func thresholdsMustLeaveABandInTheRightOrder() {
+        #expect(Hysteresis(onAbove: 55, offBelow: 60) == nil)
+        #expect(Hysteresis(onAbove: 55, offBelow: 55) == nil)
+        #expect(Hysteresis(onBelow: 21, offAbove: 18) == nil)
+        #expect(Hysteresis(onBelow: 18, offAbove: 18) == nil)
+    }
+
+    @Test(arguments: [(SafeState.on, false, true), (.off, true, false), (.keep, true, true), (.keep, false, false)])
+    func safeState(safe: SafeState, before: Bool, after: Bool) {
+        var logic = OutputLogic(control: .switching, initial: before, safeState: safe)
+        #expect(logic.enterSafeState() == after)
+        #expect(logic.state == after)
+    }
+
+    @Test func hysteresisHoldsTheSafeStateUntilAValueLeavesTheBand() throws {
+        var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
+        #expect(logic.receive(61) == true)
+        #expect(logic.enterSafeState() == false)
+        #expect(states(&logic, [58, 60.1]) == [false, true])
+    }
+}
+
+@Suite struct OutputDriverTests {
+    let fault = GPIOError.io(errno: 5, "gpiochip0 line 17")
+
+    func fanDriver(_ line: RecordingOutput, safeState: SafeState = .off) throws -> OutputDriver {
+        let fan = try #require(Hysteresis(onAbove: 60, offBelow: 55))
+        return try OutputDriver(line: line, logic: OutputLogic(control: .hysteresis(fan), initial: false, safeState: safeState))
+    }
+
+    @Test func setsTheInitialStateFirst() throws {
+        let line = RecordingOutput()
+        _ = try fanDriver(line)
+        #expect(line.writes == [false])
+    }
+
+    @Test func writesTheLineOnlyWhenTheStateChanges() throws {
+        let line = RecordingOutput()
+        var driver = try fanDriver(line)
+        let outcomes = [50, 61, 62, 58, 54, "hot"].map { driver.receive($0) }
+        #expect(outcomes == [.unchanged, .switched(on: true), .unchanged, .unchanged, .switched(on: false), .rejected("hot")])
+        #expect(line.writes == [false, true, false])
+        #expect(driver.logic.rejectedValues == 1)
+    }
+
+    @Test func aFailedWriteIsReportedAndTheNextDecisionWritesAgain() throws {
+        let line = RecordingOutput()
+        var driver = try fanDriver(line)
+        line.failNextWrites([fault])
+        #expect(driver.receive(61) == .failed(fault))
+        #expect(driver.receive(62) == .switched(on: true))
+        #expect(driver.receive(63) == .unchanged)
+        #expect(line.writes == [false, true])
+    }
+
+    @Test func safeStateIsWrittenWhenItDiffers() throws {
+        let line = RecordingOutput()
+        var driver = try fanDriver(line)
+        #expect(driver.enterSafeState() == .unchanged)
+        #expect(driver.receive(61) == .switched(on: true))
+        #expect(driver.enterSafeState() == .switched(on: false))
+        #expect(line.writes == [false, true, false])
+    }
+
+    @Test func keepLeavesTheLineAlone() throws {
+        let line = RecordingOutput()
+        var driver = try fanDriver(line, safeState: .keep)
+        #expect(driver.receive(61) == .switched(on: true))
+        #expect(driver.enterSafeState() == .unchanged)
+        #expect(line.writes == [false, true])
+    }
+
+    @Test func aLineThatCannotBeSetFailsTheDriver() {
+        let line = RecordingOutput()
+        line.failNextWrites([fault])
+        #expect(throws: fault) {
+            try OutputDriver(line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .off))
+        }
+    }
+}
+
+@Suite struct InputValuesTests {
+    func collect(_ values: InputValues) async -> (values: [JSONValue], error: (any Error)?) {
+        var collected: [JSONValue] = []
+        do {
+            for try await value in values { collected.append(value) }
+            return (collected, nil)
+        } catch {
+            return (collected, error)
+        }
+    }
+
+    @Test func publishesTheStartStateThenEachChangeOnce() async {
+        let input = ScriptedInput(initial: .success(true), changes: [true, false, false, true])
+        let result = await collect(InputValues(input: input, mapping: .boolean))
+        #expect(result.values == [true, false, true])
+        #expect(result.error == nil)
+    }
+
+    @Test func mapsStatesToConfiguredValues() async {
+        let input = ScriptedInput(initial: .success(false), changes: [true])
+        let result = await collect(InputValues(input: input, mapping: InputMapping(active: "open", inactive: "closed")))
+        #expect(result.values == ["closed", "open"])
+    }
+
+    @Test func aFailingLineEndsTheValuesWithItsError() async {
+        let fault = GPIOError.io(errno: 5, "gpiochip0 line 22")
+        let input = ScriptedInput(initial: .success(false), changes: [true], thenFail: fault)
+        let result = await collect(InputValues(input: input, mapping: .boolean))
+        #expect(result.values == [false, true])
+        #expect(result.error as? GPIOError == fault)
+    }
+
+    @Test func aLineThatCannotBeReadFailsAtOnce() async {
+        let fault = GPIOError.lineUnavailable("gpiochip0 line 22 is in use")
+        let result = await collect(InputValues(input: ScriptedInput(initial: .failure(fault), changes: []), mapping: .boolean))
+        #expect(result.values == [])
+        #expect(result.error as? GPIOError == fault)
+    }
+}
