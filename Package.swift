@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "CoatyIORouting", dependencies: ["CoatyRuntime"]),
 
         // Test support.
-        .target(name: "CoatyTestSupport", dependencies: ["CoatyModel", "CoatyMQTT"], path: "Tests/CoatyTestSupport"),
+        .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
@@ -54,3 +54,11 @@ let package = Package(
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
     ]
 )
+
+// The libFuzzer target for the inbound path; see Fuzz/run. It has no main, so it exists only when asked for.
+if Context.environment["COATY_EDGE_FUZZ"] == "1" {
+    package.targets.append(
+        .executableTarget(
+            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Fuzz", exclude: ["corpus", "run"],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+}

@@ -1,0 +1,48 @@
+import CoatyTestSupport
+import Foundation
+import Testing
+
+/// The fuzzer's seed inputs, replayed on every test run: none may crash, malformed ones are counted.
+@Suite struct InboundCorpusTests {
+    static let corpus = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fuzz/corpus")
+
+    @Test func seedInputsGoThroughTheInboundPath() async throws {
+        let files = try FileManager.default.contentsOfDirectory(at: Self.corpus, includingPropertiesForKeys: nil)
+        #expect(files.count >= 50)
+        let harness = InboundFuzzHarness()
+        await harness.waitUntilOnline()
+        for file in files {
+            harness.feed(Array(try Data(contentsOf: file)))
+        }
+        let statistics = harness.manager.statistics
+        #expect(statistics.messagesReceived > 40)
+        #expect(statistics.messagesRejected >= 3)
+        #expect(statistics.ioValuesReceived >= 1)
+        // Discovers of the identity and nodes were answered.
+        #expect(harness.published > 0)
+    }
+
+    @Test func randomMutationsOfTheSeedsNeverCrash() async throws {
+        let files = try FileManager.default.contentsOfDirectory(at: Self.corpus, includingPropertiesForKeys: nil)
+        let seeds = try files.map { Array(try Data(contentsOf: $0)) }
+        let harness = InboundFuzzHarness()
+        await harness.waitUntilOnline()
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            var input = seeds.randomElement(using: &generator) ?? []
+            for _ in 0..<Int.random(in: 1...8, using: &generator) where !input.isEmpty {
+                let index = Int.random(in: 0..<input.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: input[index] = UInt8.random(in: 0...255, using: &generator)
+                case 1: input.remove(at: index)
+                default: input.insert(input[index], at: index)
+                }
+            }
+            harness.feed(input)
+        }
+        let statistics = harness.manager.statistics
+        #expect(statistics.messagesReceived + statistics.messagesRejected + statistics.ioValuesReceived > 0)
+    }
+}

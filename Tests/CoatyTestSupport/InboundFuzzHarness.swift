@@ -1,0 +1,81 @@
+import CoatyCommunication
+import CoatyModel
+import CoatyMQTT
+import Synchronization
+
+/// Feeds arbitrary bytes into a started communication manager as if the broker had delivered them, through the
+/// same handler the real transport calls: topic parsing, payload decoding, validation, Discover answers,
+/// Associate handling and IoValue delivery all run. Used by the fuzzer and by the corpus regression test.
+public final class InboundFuzzHarness: Sendable {
+    public let manager: CommunicationManager
+    private let transport: CapturingTransport
+
+    /// The agent owns a JSON source, a raw source, a JSON actor and a raw actor in context "ctx", so that
+    /// Associate and IoValue inputs reach real state.
+    public init() {
+        let transport = CapturingTransport()
+        self.transport = transport
+        manager = CommunicationManager(
+            identity: Identity(objectId: "00000000-0000-4000-8000-000000000001", name: "fuzz"),
+            options: CommunicationOptions(),
+            ioNodes: [
+                IoNodeDefinition(
+                    contextName: "ctx",
+                    ioSources: [
+                        IoSource(objectId: "s1", name: "s1", valueType: "t"),
+                        IoSource(objectId: "s2", name: "s2", valueType: "r", useRawIoValues: true),
+                    ],
+                    ioActors: [
+                        IoActor(objectId: "a1", name: "a1", valueType: "t"),
+                        IoActor(objectId: "a2", name: "a2", valueType: "r", useRawIoValues: true),
+                    ])
+            ],
+            makeTransport: { transport })
+        manager.start()
+    }
+
+    /// Returns once the manager processed its connection, so that answers go out instead of queueing up.
+    public func waitUntilOnline() async {
+        for await state in manager.communicationStates() where state == .online { return }
+    }
+
+    /// The first line is the topic, the rest the payload.
+    public func feed(_ bytes: [UInt8]) {
+        let newline = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
+        let topic = String(decoding: bytes[..<newline], as: UTF8.self)
+        let payload = newline < bytes.endIndex ? Array(bytes[(newline + 1)...]) : []
+        transport.deliver(MQTTMessage(topic: topic, payload: payload))
+    }
+
+    public var published: Int { transport.publishedCount }
+}
+
+/// A transport that is always connected and only counts what is published.
+final class CapturingTransport: MQTTTransport, Sendable {
+    let connectionEvents: AsyncStream<MQTTConnectionEvent>
+    private let events: AsyncStream<MQTTConnectionEvent>.Continuation
+    private let state = Mutex<(handler: (@Sendable (MQTTMessage) -> Void)?, published: Int)>((nil, 0))
+
+    init() {
+        (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
+    }
+
+    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+        state.withLock { $0.handler = handler }
+        events.yield(.connected)
+    }
+
+    func deliver(_ message: MQTTMessage) {
+        state.withLock { $0.handler }?(message)
+    }
+
+    var publishedCount: Int { state.withLock { $0.published } }
+
+    func publish(_ message: MQTTMessage) throws(MQTTError) { state.withLock { $0.published += 1 } }
+    func subscribe(_ topicFilter: String) throws(MQTTError) {}
+    func unsubscribe(_ topicFilter: String) throws(MQTTError) {}
+    func disconnect(_ mode: MQTTDisconnectMode) async {
+        events.yield(.disconnected)
+        events.finish()
+    }
+}
