@@ -22,8 +22,12 @@ let package = Package(
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
 
         // Communication.
-        .target(name: "CoatyMQTT"),
+        .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
+
+        // Test support: a real mosquitto broker per test, and a subscriber that awaits messages.
+        .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
+        .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
     ]
 )
