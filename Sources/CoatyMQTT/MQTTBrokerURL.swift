@@ -34,13 +34,16 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
             // An optional zone ("fe80::1%eth0") follows the address proper.
             let parts = address.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts[0].contains(":"), parts[0].allSatisfy({ $0.isASCII && ($0.isHexDigit || ":.".contains($0)) }),
-                parts.count == 1 || !parts[1].isEmpty && parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+                parts.count == 1
+                    || !parts[1].isEmpty && parts[1].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
             else {
                 throw fail("\"\(address)\" is not an IPv6 address")
             }
             host = String(address)
             let rest = authority[authority.index(after: close)...]
-            guard rest.isEmpty || rest.hasPrefix(":") else { throw fail("unexpected \"\(rest)\" after the IPv6 address") }
+            guard rest.isEmpty || rest.hasPrefix(":") else {
+                throw fail("unexpected \"\(rest)\" after the IPv6 address")
+            }
             portText = rest.isEmpty ? nil : rest.dropFirst()
         } else {
             guard authority.count(where: { $0 == ":" }) <= 1 else {

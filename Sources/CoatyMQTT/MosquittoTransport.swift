@@ -5,8 +5,9 @@ import Synchronization
 
 /// `MQTTTransport` over libmosquitto, with one network thread per connection.
 ///
-/// The thread runs `mosquitto_loop` and reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own
-/// schedule and retries failed TCP connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
+/// The thread runs `mosquitto_loop` and reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its
+/// own schedule and retries failed TCP connects silently, so it can neither follow `MQTTReconnectPolicy` nor
+/// report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
 /// `delay(beforeAttempt:)`, and after `maximumAttempts` of them the transport gives up.
 ///
@@ -28,13 +29,20 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         var connected = false
         var subscriptions: [String] = []
         var stopMode: MQTTDisconnectMode?
-        /// A duplicate of the current connection's socket. `disconnect(.abrupt)` shuts it down from another thread;
-        /// libmosquitto's own descriptor could be closed and reused by then, this one is closed only by us, under the lock.
+        /// A duplicate of the current connection's socket, for `disconnect(.abrupt)` to shut down from another
+        /// thread: libmosquitto's own descriptor could be closed and reused by then; this one is closed only by us,
+        /// under the lock.
         var socket: Int32?
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    fileprivate enum Phase { case idle, running, ended }
+    fileprivate enum Phase {
+        case idle, running
+        /// The network thread has ended: stopped, or out of attempts.
+        case ended
+        /// `disconnect` has finished the events.
+        case disconnected
+    }
 
     public init() throws(MQTTError) {
         guard libraryInitialization == MOSQ_ERR_SUCCESS.rawValue else { throw .library(libraryInitialization) }
@@ -75,7 +83,9 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         guard (1...65535).contains(options.port) else {
             throw .library(code: MOSQ_ERR_INVAL.rawValue, message: "port \(options.port) is outside 1...65535")
         }
-        for (field, value) in [("client id", options.clientId), ("username", options.username), ("password", options.password)] {
+        for (field, value) in [
+            ("client id", options.clientId), ("username", options.username), ("password", options.password),
+        ] {
             guard let value, value.utf8.contains(0) else { continue }
             throw .library(code: MOSQ_ERR_INVAL.rawValue, message: "\(field) contains a NUL character")
         }
@@ -94,9 +104,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         if let will = options.will {
             try Self.checkTopicName(will.topic)
             try Self.checkPayloadSize(will.payload)
-            try check(will.payload.withUnsafeBytes { payload in
+            let rc = will.payload.withUnsafeBytes { payload in
                 mosquitto_will_set(handle, will.topic, Int32(payload.count), payload.baseAddress, 0, will.retain)
-            })
+            }
+            try check(rc)
         }
         if let tls = options.tls {
             guard (tls.certFile == nil) == (tls.keyFile == nil) else {
@@ -115,9 +126,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         try Self.checkTopicName(message.topic)
         try Self.checkPayloadSize(message.payload)
         guard state.withLock({ $0.connected }) else { throw .notConnected }
-        try check(message.payload.withUnsafeBytes { payload in
+        let rc = message.payload.withUnsafeBytes { payload in
             mosquitto_publish(handle, nil, message.topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
-        })
+        }
+        try check(rc)
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
@@ -125,7 +137,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         try state.withLock { (state) throws(MQTTError) in
             guard !state.subscriptions.contains(topicFilter) else { return }
             if state.connected {
-                try check(mosquitto_subscribe(handle, nil, topicFilter, 0))
+                try checkSubscriptionChange(mosquitto_subscribe(handle, nil, topicFilter, 0))
             }
             state.subscriptions.append(topicFilter)
         }
@@ -135,10 +147,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         try Self.checkTopicFilter(topicFilter)
         try state.withLock { (state) throws(MQTTError) in
             guard let index = state.subscriptions.firstIndex(of: topicFilter) else { return }
-            state.subscriptions.remove(at: index)
             if state.connected {
-                try check(mosquitto_unsubscribe(handle, nil, topicFilter))
+                try checkSubscriptionChange(mosquitto_unsubscribe(handle, nil, topicFilter))
             }
+            state.subscriptions.remove(at: index)
         }
     }
 
@@ -146,7 +158,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
             let threadRunning = state.withLock { state in
                 guard state.phase == .running else {
-                    state.phase = .ended
+                    if state.phase == .idle { state.phase = .ended }
                     return false
                 }
                 state.stopWaiters.append(stopped)
@@ -163,8 +175,14 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
                 stopped.resume()
             }
         }
-        events.yield(.disconnected)
-        events.finish()
+        let firstToFinish = state.withLock { state in
+            defer { state.phase = .disconnected }
+            return state.phase != .disconnected
+        }
+        if firstToFinish {
+            events.yield(.disconnected)
+            events.finish()
+        }
     }
 
     /// Ends the registered connection as `disconnect` asked: DISCONNECT goes behind everything already queued.
@@ -185,6 +203,12 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
     }
 
+    /// A subscription change that meets a connection just lost takes effect with the next connect.
+    private func checkSubscriptionChange(_ rc: Int32) throws(MQTTError) {
+        guard rc != MOSQ_ERR_NO_CONN.rawValue, rc != MOSQ_ERR_CONN_LOST.rawValue else { return }
+        try check(rc)
+    }
+
     static func checkTopicName(_ topic: String) throws(MQTTError) {
         try checkTopicText(topic)
         guard !topic.utf8.contains(where: { $0 == .plus || $0 == .hash }) else { throw .invalidTopic(topic) }
@@ -195,13 +219,15 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         let levels = filter.utf8.split(separator: .slash, omittingEmptySubsequences: false)
         for (index, level) in levels.enumerated() {
             let wildcardAlone = level.count == 1
-            if level.contains(.plus) && !wildcardAlone || level.contains(.hash) && !(wildcardAlone && index == levels.count - 1) {
+            if level.contains(.plus) && !wildcardAlone
+                || level.contains(.hash) && !(wildcardAlone && index == levels.count - 1)
+            {
                 throw .invalidTopic(filter)
             }
         }
     }
 
-    /// Length and characters as libmosquitto and the broker check them: no NUL, no control characters, no noncharacters.
+    /// Length and characters as libmosquitto and the broker check them: no NUL, control characters or noncharacters.
     private static func checkTopicText(_ topic: String) throws(MQTTError) {
         let length = topic.utf8.count
         guard (1...65535).contains(length),
@@ -224,7 +250,8 @@ private final class NetworkSession {
     var accepted = false
     var refusal: String?
 
-    init(transport: MosquittoTransport, options: MQTTConnectOptions, deliver: @escaping @Sendable (MQTTMessage) -> Void) {
+    init(transport: MosquittoTransport, options: MQTTConnectOptions, deliver: @escaping @Sendable (MQTTMessage) -> Void)
+    {
         self.transport = transport
         self.options = options
         self.deliver = deliver
@@ -328,11 +355,13 @@ private func receiveConnack(_: OpaquePointer?, _ context: UnsafeMutableRawPointe
 }
 
 /// The latency-critical path: copy out what libmosquitto frees after the callback, and hand it on.
-private func receiveMessage(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?) {
-    guard let context, let message, let topic = message.pointee.topic else { return }
-    let payload = [UInt8](UnsafeRawBufferPointer(start: message.pointee.payload, count: Int(message.pointee.payloadlen)))
+private func receiveMessage(
+    _: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?
+) {
+    guard let context, let message = message?.pointee, let topic = message.topic else { return }
+    let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
     let session = Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue()
-    session.deliver(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.pointee.retain))
+    session.deliver(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain))
 }
 
 extension MQTTError {

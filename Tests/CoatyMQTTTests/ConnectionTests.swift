@@ -50,7 +50,7 @@ import Testing
         try await watcher.disconnect()
     }
 
-    @Test func reconnectsAfterBrokerRestartAndSubscribesAgain() async throws {
+    @Test func reconnectsAfterBrokerRestartsAndSubscribesAgain() async throws {
         let broker = try await TestBroker.started()
         let client = try await TestClient.connected(to: broker, subscribingTo: ["echo"])
         let policy = broker.connectOptions(clientId: "").reconnect
@@ -67,6 +67,12 @@ import Testing
         expectBackoff(Array(recovery.dropLast()), startingAt: 2, policy: policy)
         try client.publish("echo", "back")
         #expect(try await client.nextMessage().payload == Array("back".utf8))
+
+        // A successful connect starts the count again.
+        try await broker.kill()
+        #expect(try await client.events(through: .reconnecting(attempt: 1, delay: policy.minimumDelay)).count == 2)
+        try await broker.start()
+        _ = try await client.events(through: .connected)
         try await client.disconnect()
     }
 
@@ -74,13 +80,14 @@ import Testing
         let broker = try TestBroker()
         let client = try TestClient(broker.connectOptions(clientId: "early-bird"))
         let policy = broker.connectOptions(clientId: "").reconnect
+        // Made offline; sent with the connect, ahead of anything published after `.connected`.
+        try client.transport.subscribe("echo")
         let waiting = try await client.events(through: .reconnecting(attempt: 2, delay: policy.delay(beforeAttempt: 2)))
         expectBackoff(waiting, startingAt: 1, policy: policy)
 
         try await broker.start()
         let rest = try await client.events(through: .connected)
         expectBackoff(Array(rest.dropLast()), startingAt: 3, policy: policy)
-        try await client.subscribe(["echo"])
         try client.publish("echo", "hello")
         #expect(try await client.nextMessage().payload == Array("hello".utf8))
         try await client.disconnect()
@@ -88,8 +95,10 @@ import Testing
 
     @Test func givesUpAfterMaximumAttemptsWithDoublingDelays() async throws {
         let port = try freeLoopbackPort()
-        let policy = MQTTReconnectPolicy(minimumDelay: .milliseconds(5), maximumDelay: .milliseconds(20), maximumAttempts: 4)
-        let client = try TestClient(MQTTConnectOptions(host: "127.0.0.1", port: port, clientId: "nobody-home", reconnect: policy))
+        let policy = MQTTReconnectPolicy(
+            minimumDelay: .milliseconds(5), maximumDelay: .milliseconds(20), maximumAttempts: 4)
+        let client = try TestClient(
+            MQTTConnectOptions(host: "127.0.0.1", port: port, clientId: "nobody-home", reconnect: policy))
 
         let events = try await client.events(through: .gaveUp(attempts: 4))
         #expect(events.last == .gaveUp(attempts: 4))
@@ -115,7 +124,9 @@ import Testing
         for (username, password) in [("alice", "wrong"), ("mallory", "s3cret"), (nil, nil)] as [(String?, String?)] {
             let client = try TestClient(options(broker, username: username, password: password))
             let events = try await client.events(through: .gaveUp(attempts: 0))
-            #expect(events.first == .connectionLost(reason: "Connection Refused: not authorised."), "\(username ?? "anonymous")")
+            #expect(
+                events.first == .connectionLost(reason: "Connection Refused: not authorised."),
+                "\(username ?? "anonymous")")
             try await client.disconnect()
         }
 
@@ -133,7 +144,7 @@ import Testing
         let acl = """
             user alice
             topic readwrite allowed/#
-            topic readwrite test-client-sync/#
+            topic readwrite \(TestClient.syncTopicFilter)
             """
         let broker = try await TestBroker.started(TestBroker.Options(users: ["alice": "s3cret"], acl: acl))
         let alice = try await TestClient.connected(to: broker, subscribingTo: ["allowed/#", "denied/#"]) {
@@ -178,6 +189,22 @@ import Testing
         var events: [MQTTConnectionEvent] = []
         for await event in transport.connectionEvents { events.append(event) }
         #expect(events == [.disconnected])
+    }
+
+    @Test func concurrentDisconnectsEndTheEventsOnce() async throws {
+        let broker = try await TestBroker.started()
+        let transport = try MosquittoTransport()
+        try transport.connect(broker.connectOptions(clientId: "twice")) { _ in }
+        var events: [MQTTConnectionEvent] = []
+        for await event in transport.connectionEvents {
+            events.append(event)
+            if event == .connected {
+                async let clean: Void = transport.disconnect(.clean)
+                async let abrupt: Void = transport.disconnect(.abrupt)
+                _ = await (clean, abrupt)
+            }
+        }
+        #expect(events == [.connected, .disconnected])
     }
 
     @Test func transportIsReleasedAfterDisconnect() async throws {

@@ -91,7 +91,9 @@ import Testing
 
         let received = try await subscriber.nextMessages(tasks * perTask)
         for task in 0..<tasks {
-            let sequences = received.filter { $0.topic == "load/\(task)" }.map { String(decoding: $0.payload, as: UTF8.self) }
+            let sequences = received.filter { $0.topic == "load/\(task)" }.map {
+                String(decoding: $0.payload, as: UTF8.self)
+            }
             #expect(sequences == (0..<perTask).map(String.init), "task \(task)")
         }
         try await subscriber.disconnect()
@@ -100,10 +102,17 @@ import Testing
 
     @Test func rejectsInvalidTopics() throws {
         let transport = try MosquittoTransport()
-        for topic in ["", "a/+", "a/#", "+", "#", "a/b+", "a\u{0}b", "a\u{1}b", "a\u{9F}", "\u{FFFF}", String(repeating: "t", count: 65_536)] {
-            #expect(throws: MQTTError.invalidTopic(topic)) { try transport.publish(MQTTMessage(topic: topic, payload: [])) }
+        for topic in [
+            "", "a/+", "a/#", "+", "#", "a/b+", "a\u{0}b", "a\u{1}b", "a\u{9F}", "\u{FFFF}",
+            String(repeating: "t", count: 65_536),
+        ] {
+            #expect(throws: MQTTError.invalidTopic(topic)) {
+                try transport.publish(MQTTMessage(topic: topic, payload: []))
+            }
         }
-        for filter in ["", "a/#/b", "a/b#", "a+/b", "+a", "##", "a\u{0}", "a/\u{7F}", String(repeating: "f", count: 65_536)] {
+        for filter in [
+            "", "a/#/b", "a/b#", "a+/b", "+a", "##", "a\u{0}", "a/\u{7F}", String(repeating: "f", count: 65_536),
+        ] {
             #expect(throws: MQTTError.invalidTopic(filter)) { try transport.subscribe(filter) }
             #expect(throws: MQTTError.invalidTopic(filter)) { try transport.unsubscribe(filter) }
         }

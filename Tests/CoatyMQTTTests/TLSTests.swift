@@ -22,8 +22,12 @@ import Testing
         let broker = try await TestBroker.started(TestBroker.Options(tls: certificates))
         for tls in [
             MQTTTLSOptions(caFile: certificates.caFile),
-            MQTTTLSOptions(caFile: otherAuthority.caFile, certFile: certificates.clientCertFile, keyFile: certificates.clientKeyFile),
-            MQTTTLSOptions(caFile: certificates.caFile, certFile: otherAuthority.clientCertFile, keyFile: otherAuthority.clientKeyFile),
+            MQTTTLSOptions(
+                caFile: otherAuthority.caFile, certFile: certificates.clientCertFile,
+                keyFile: certificates.clientKeyFile),
+            MQTTTLSOptions(
+                caFile: certificates.caFile, certFile: otherAuthority.clientCertFile,
+                keyFile: otherAuthority.clientKeyFile),
         ] {
             let client = try TestClient(options(broker, tls: tls))
             let events = try await client.events(through: .gaveUp(attempts: 0))
@@ -34,13 +38,15 @@ import Testing
 
     @Test func checksTheHostNameUnlessAllowedToMismatch() async throws {
         let certificates = try TestCertificates(serverAltName: "DNS:elsewhere.invalid")
-        let broker = try await TestBroker.started(TestBroker.Options(tls: certificates, requiresClientCertificate: false))
+        let broker = try await TestBroker.started(
+            TestBroker.Options(tls: certificates, requiresClientCertificate: false))
         let strict = try TestClient(options(broker, tls: MQTTTLSOptions(caFile: certificates.caFile)))
         let events = try await strict.events(through: .gaveUp(attempts: 0))
         #expect(events.count == 2 && isConnectionLost(events[0]))
         try await strict.disconnect()
 
-        let lenient = try TestClient(options(broker, tls: MQTTTLSOptions(caFile: certificates.caFile, allowsHostnameMismatch: true)))
+        let lenient = try TestClient(
+            options(broker, tls: MQTTTLSOptions(caFile: certificates.caFile, allowsHostnameMismatch: true)))
         #expect(try await lenient.events(through: .connected) == [.connected])
         try await lenient.disconnect()
     }

@@ -84,8 +84,10 @@ public final class TestBroker: Sendable {
 
     /// Runs the broker and returns once it accepts connections.
     public func start() async throws {
+        guard running.withLock({ $0 == nil }) else { throw TestSupportError("the broker is already running") }
         let errorFile = directory.url.appending(path: "stderr")
-        let process = try ChildProcess(try findTool("mosquitto"), arguments: ["-c", configFile.path], errorFile: errorFile)
+        let process = try ChildProcess(
+            try findTool("mosquitto"), arguments: ["-c", configFile.path], errorFile: errorFile)
         running.withLock { $0 = process }
         let expectedStarts = starts.withLock { count in
             count += 1

@@ -18,19 +18,25 @@ public final class TestCertificates: Sendable {
         let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         let caFile = path("ca.crt")
         self.caFile = caFile
-        try runTool("openssl", ["req", "-x509"] + ecKey + [
-            "-keyout", path("ca.key"), "-out", caFile, "-days", "2", "-subj", "/CN=coaty-edge test CA",
-        ])
+        try runTool(
+            "openssl",
+            ["req", "-x509"] + ecKey + [
+                "-keyout", path("ca.key"), "-out", caFile, "-days", "2", "-subj", "/CN=coaty-edge test CA",
+            ])
         let extensions = path("server.ext")
         try "subjectAltName=\(serverAltName)\n".write(toFile: extensions, atomically: true, encoding: .utf8)
         func issue(_ name: String, extraArguments: [String]) throws -> (String, String) {
-            try runTool("openssl", ["req"] + ecKey + [
-                "-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", "/CN=coaty-edge test \(name)",
-            ])
-            try runTool("openssl", [
-                "x509", "-req", "-in", path("\(name).csr"), "-CA", caFile, "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("\(name).crt"), "-days", "2",
-            ] + extraArguments)
+            try runTool(
+                "openssl",
+                ["req"] + ecKey + [
+                    "-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", "/CN=coaty-edge test \(name)",
+                ])
+            try runTool(
+                "openssl",
+                [
+                    "x509", "-req", "-in", path("\(name).csr"), "-CA", caFile, "-CAkey", path("ca.key"),
+                    "-CAcreateserial", "-out", path("\(name).crt"), "-days", "2",
+                ] + extraArguments)
             return (path("\(name).crt"), path("\(name).key"))
         }
         (serverCertFile, serverKeyFile) = try issue("server", extraArguments: ["-extfile", extensions])

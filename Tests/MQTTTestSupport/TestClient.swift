@@ -14,12 +14,14 @@ public final class TestClient: Sendable {
     private var syncTopic: String { "\(Self.syncTopicPrefix)\(clientId)" }
     /// Probes of all test clients are kept out of everyone's messages, so that `#` sees only the test's traffic.
     private static let syncTopicPrefix = "test-client-sync/"
+    /// The probes' topics; a broker ACL must let test clients read and write them.
+    public static let syncTopicFilter = "\(syncTopicPrefix)#"
 
     /// Starts connecting with `options` and returns at once; see `connected(to:...)` for the usual case.
     public init(_ options: MQTTConnectOptions) throws {
         transport = try MosquittoTransport()
         clientId = options.clientId
-        try transport.subscribe("\(Self.syncTopicPrefix)\(clientId)")
+        try transport.subscribe(syncTopic)
         try transport.connect(options) { [inbox] message in
             inbox.update { inbox in
                 if message.topic.hasPrefix(Self.syncTopicPrefix) {
@@ -39,7 +41,8 @@ public final class TestClient: Sendable {
 
     /// A client of `broker` that is connected and subscribed to `filters`.
     public static func connected(
-        to broker: TestBroker, clientId: String = "test-\(UUID().uuidString.prefix(8))", subscribingTo filters: [String] = [],
+        to broker: TestBroker, clientId: String = "test-\(UUID().uuidString.prefix(8))",
+        subscribingTo filters: [String] = [],
         adjust: (inout MQTTConnectOptions) -> Void = { _ in }
     ) async throws -> TestClient {
         var options = broker.connectOptions(clientId: clientId)
