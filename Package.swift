@@ -1,12 +1,17 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// Layers, each depending only on the ones above it:
+//   C shims                 CMosquitto, CI2C, CGPIOD, CUMockDev
+//   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O)
+//   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
+//   runtime                 CoatyRuntime (container, controllers, configuration)
+//   rules                   JsonLogic, RoutingRules
+//   IO routing              CoatyIORouting (source/actor controllers, backpressure, routers)
+//   hardware                EdgeHardware (buses, drivers, sensors, GPIO), EdgeEmulation (emulated chips)
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
-    products: [
-        .library(name: "CoatyJSON", targets: ["CoatyJSON"])
-    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -24,11 +29,8 @@ let package = Package(
         // Coaty objects, events, topics and filters.
         .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),
 
-        // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
-
         // Communication.
-        .target(name: "CoatyMQTT"),
+        .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
         .target(
             name: "CoatyCommunication",
             dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
@@ -40,16 +42,27 @@ let package = Package(
                 "CoatyCommunication", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
+        // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
+        .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
+        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "JsonLogic"]),
+
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(name: "CoatyIORouting", dependencies: ["CoatyRuntime"]),
 
-        // Test support.
+        // Hardware: buses, drivers, sensors and GPIO lines.
+        .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
+
+        // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),
+        .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
+        .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
+        .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
+        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
     ]

@@ -1,0 +1,208 @@
+import CoatyMQTT
+import Foundation
+import Synchronization
+
+/// A real mosquitto on 127.0.0.1, on a port of its own, configured in a fresh temporary directory.
+///
+/// `stop()` and `start()` keep the port, for tests of broker restarts. The broker logs everything (`log_type all`)
+/// to `logText`, where tests can read what the broker saw: client ids, `(p2, c1, k60)`, will flags.
+public final class TestBroker: Sendable {
+    public struct Options: Sendable {
+        /// Users and passwords; when not empty, the broker loads a password file made with `mosquitto_passwd`.
+        public var users: [String: String]
+        /// Content of an ACL file (`user alice` / `topic readwrite sensors/#` ...).
+        public var acl: String?
+        /// Serves TLS with these files instead of plain MQTT.
+        public var tls: TestCertificates?
+        public var requiresClientCertificate: Bool
+        public var allowsAnonymous: Bool
+
+        public init(
+            users: [String: String] = [:], acl: String? = nil, tls: TestCertificates? = nil,
+            requiresClientCertificate: Bool = true, allowsAnonymous: Bool? = nil
+        ) {
+            self.users = users
+            self.acl = acl
+            self.tls = tls
+            self.requiresClientCertificate = requiresClientCertificate
+            self.allowsAnonymous = allowsAnonymous ?? users.isEmpty
+        }
+    }
+
+    public let port: Int
+    private let directory: TemporaryDirectory
+    private let configFile: URL
+    private let logFile: URL
+    private let running = Mutex<ChildProcess?>(nil)
+    private let starts = Mutex(0)
+
+    /// Writes the configuration; `start()` runs the broker.
+    public init(_ options: Options = Options()) throws {
+        directory = try TemporaryDirectory("broker")
+        port = try freeLoopbackPort()
+        configFile = directory.url.appending(path: "mosquitto.conf")
+        logFile = directory.url.appending(path: "broker.log")
+
+        var config = [
+            "listener \(port) 127.0.0.1",
+            "allow_anonymous \(options.allowsAnonymous)",
+            "persistence false",
+            "log_dest file \(logFile.path)",
+            "log_type all",
+            "connection_messages true",
+            // Started as root, mosquitto would switch to the user "mosquitto", who cannot read this directory.
+            "user \(currentUserName())",
+        ]
+        if !options.users.isEmpty {
+            let passwordFile = directory.url.appending(path: "passwords")
+            for (user, password) in options.users.sorted(by: { $0.key < $1.key }) {
+                let create = FileManager.default.fileExists(atPath: passwordFile.path) ? [] : ["-c"]
+                try runTool("mosquitto_passwd", create + ["-b", passwordFile.path, user, password])
+            }
+            config.append("password_file \(passwordFile.path)")
+        }
+        if let acl = options.acl {
+            let aclFile = directory.url.appending(path: "acl")
+            try acl.write(to: aclFile, atomically: true, encoding: .utf8)
+            config.append("acl_file \(aclFile.path)")
+        }
+        if let tls = options.tls {
+            config += [
+                "cafile \(tls.caFile)", "certfile \(tls.serverCertFile)", "keyfile \(tls.serverKeyFile)",
+                "require_certificate \(options.requiresClientCertificate)",
+            ]
+        }
+        try (config.joined(separator: "\n") + "\n").write(to: configFile, atomically: true, encoding: .utf8)
+    }
+
+    /// A broker that is already accepting connections.
+    public static func started(_ options: Options = Options()) async throws -> TestBroker {
+        let broker = try TestBroker(options)
+        try await broker.start()
+        return broker
+    }
+
+    /// Runs the broker and returns once it accepts connections.
+    public func start() async throws {
+        guard running.withLock({ $0 == nil }) else { throw TestSupportError("the broker is already running") }
+        let errorFile = directory.url.appending(path: "stderr")
+        let process = try ChildProcess(
+            try findTool("mosquitto"), arguments: ["-c", configFile.path], errorFile: errorFile)
+        running.withLock { $0 = process }
+        let expectedStarts = starts.withLock { count in
+            count += 1
+            return count
+        }
+        try await waitUntil("the broker to accept connections") {
+            guard process.isRunning else {
+                let stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+                throw TestSupportError("mosquitto exited: \(stderr)\(self.logText)")
+            }
+            // The broker logs "running" once its listener is open.
+            return self.logText.components(separatedBy: " running\n").count - 1 >= expectedStarts
+        }
+    }
+
+    /// Terminates the broker (SIGTERM, so it closes connections as on a shutdown) and waits until it has exited.
+    public func stop() async throws { try await end(signal: SIGTERM) }
+
+    /// Kills the broker (SIGKILL) and waits until it has exited.
+    public func kill() async throws { try await end(signal: SIGKILL) }
+
+    private func end(signal: Int32) async throws {
+        guard let process = running.withLock({ $0.take() }) else { return }
+        process.signal(signal)
+        try await process.waitForExit()
+    }
+
+    /// Everything the broker logged so far, across restarts.
+    public var logText: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Waits until the log contains `text` (a broker's reaction to a client arrives in its log, not at the client).
+    public func waitForLog(containing text: String, timeout: Duration = .seconds(10)) async throws {
+        try await waitUntil("the broker log to contain \"\(text)\"", timeout: timeout) { self.logText.contains(text) }
+    }
+
+    /// Options for a plain client of this broker with quick reconnects.
+    public func connectOptions(clientId: String) -> MQTTConnectOptions {
+        MQTTConnectOptions(
+            host: "127.0.0.1", port: port, clientId: clientId,
+            reconnect: MQTTReconnectPolicy(minimumDelay: .milliseconds(10), maximumDelay: .milliseconds(200)))
+    }
+}
+
+public struct TestSupportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` until it holds; the timeout only guards against hanging.
+func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw TestSupportError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// A port nobody listens on now. The kernel does not hand the same ephemeral port out again right away.
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+            bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
+        }
+    }
+    guard bound else { throw TestSupportError("bind: errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A directory under the system's temporary directory, removed with its contents on deinit.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init(_ prefix: String) throws {
+        url = FileManager.default.temporaryDirectory.appending(path: "coaty-\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+func findTool(_ name: String) throws -> URL {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+    let directories = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin"]
+    for directory in directories where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+        return URL(filePath: directory).appending(path: name)
+    }
+    throw TestSupportError("\(name) is not installed")
+}
+
+/// Runs a command-line tool to its end; its output goes into the error when it fails.
+func runTool(_ name: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = try findTool(name)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestSupportError("\(name) \(arguments.joined(separator: " ")) failed: \(text)")
+    }
+}
+
+private func currentUserName() -> String {
+    guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return "root" }
+    return String(cString: name)
+}
