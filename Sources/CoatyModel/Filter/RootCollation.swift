@@ -102,7 +102,9 @@ public enum RootCollation {
     }
 
     private static func combiningClass(_ codePoint: UInt32) -> UInt8 {
-        Unicode.Scalar(codePoint)?.properties.canonicalCombiningClass.rawValue ?? 0
+        // No character below the combining diacritical marks combines; this spares Latin text the lookup.
+        guard codePoint >= 0x300 else { return 0 }
+        return Unicode.Scalar(codePoint)?.properties.canonicalCombiningClass.rawValue ?? 0
     }
 
     /// The collation elements of a string: canonical decomposition and ordering first, so that equivalent
@@ -110,15 +112,18 @@ public enum RootCollation {
     private static func elements(of string: String) -> [Element] {
         var codePoints: [UInt32] = []
         codePoints.reserveCapacity(string.utf8.count)
+        var mayNeedReordering = false
         for scalar in string.unicodeScalars {
             let entry = entry(scalar.value)
             if kind(entry) == .decomposition {
                 codePoints.append(contentsOf: values(entry))
+                mayNeedReordering = true
             } else {
                 codePoints.append(scalar.value)
+                mayNeedReordering = mayNeedReordering || scalar.value >= 0x300
             }
         }
-        orderCanonically(&codePoints)
+        if mayNeedReordering { orderCanonically(&codePoints) }
 
         var elements: [Element] = []
         elements.reserveCapacity(codePoints.count + 4)
