@@ -91,9 +91,10 @@ public struct ObjectFilterExpression: Sendable {
         return .array(elements)
     }
 
-    /// The first or second operand; `nil` stands for JavaScript's `undefined`.
+    /// The first or second operand; `nil` stands for JavaScript's `undefined`. (Careful: a bare `nil` where a
+    /// `JSONValue` is expected is JSON `null`, which JavaScript compares as 0.)
     var operand1: JSONValue? { operands.first }
-    var operand2: JSONValue? { operands.count > 1 ? operands[1] : nil }
+    var operand2: JSONValue? { operands.dropFirst().first }
 }
 
 extension ObjectFilterExpression: Hashable {

@@ -197,6 +197,16 @@ enum ObjectFilterConformance {
         #expect(ObjectMatcher.matches(Conformance.object, filter: filter.contextFilter))
     }
 
+    /// Random objects and filters against the answers of Coaty JS's own matcher.
+    @Test func agreesWithCoatyJavaScriptOnRandomFilters() throws {
+        #expect(MatcherVectors.cases.count > 200)
+        for (objectText, filterText, expected) in MatcherVectors.cases {
+            let filter = try ContextFilter(json: JSONValue(parsing: filterText))
+            let object = try JSONValue(parsing: objectText)
+            #expect(ObjectMatcher.matches(object, filter: filter) == expected, "\(objectText) \(filterText)")
+        }
+    }
+
     /// An undefined property fails every operator but NotExists, whatever the operands.
     @Test(arguments: ObjectFilterOperator.allCases)
     func undefinedPropertiesOnlyMatchNotExists(operator: ObjectFilterOperator) {
@@ -270,9 +280,12 @@ enum ObjectFilterConformance {
         #expect(holds("b", .notBetween("c", "C")))
         // Unless all three are strings, JavaScript's comparison applies, by code units for text: "B" < "a".
         #expect(holds("a", .between(["B"], "b")) && !holds("a", .between("B", "b")))
-        // A missing or NaN bound: between is false and so is not-between, unless the other bound decides.
+        // A missing (undefined, not null) or NaN bound fails its half: between is false, not-between depends on
+        // the other bound.
         #expect(!holds(5, ObjectFilterExpression(.between, operands: [1])))
-        #expect(!holds(5, ObjectFilterExpression(.notBetween, operands: [9])))
+        #expect(holds(5, ObjectFilterExpression(.notBetween, operands: [9])))
+        #expect(!holds(5, ObjectFilterExpression(.notBetween, operands: [1])))
+        #expect(holds(5, .notBetween(1, nil)))  // null is 0: swapped to 0...1
         #expect(!holds(5, .between("x", 10)) && !holds(5, .notBetween("x", 10)))
         #expect(holds(5, .notBetween("x", 1)) && holds(5, .notBetween(10, "x")))
     }
