@@ -186,7 +186,8 @@ enum JavaScriptSemantics {
     /// `Number(string)`: white space around a decimal literal, `Infinity`, or a `0x`/`0o`/`0b` integer; the
     /// empty string is 0 and anything else NaN.
     static func stringToNumber(_ string: String) -> Double {
-        let scalars = Array(string.unicodeScalars.drop(while: isWhiteSpace).reversed().drop(while: isWhiteSpace).reversed())
+        let scalars = Array(
+            string.unicodeScalars.drop(while: isWhiteSpace).reversed().drop(while: isWhiteSpace).reversed())
         guard !scalars.isEmpty else { return 0 }
         if scalars.count > 2, scalars[0] == "0" {
             let radix: Int? =

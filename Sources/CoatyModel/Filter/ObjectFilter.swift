@@ -15,11 +15,13 @@ public struct ObjectFilterCondition: Sendable, Hashable {
     public init(json: JSONValue, at path: JSONPath = .root) throws(JSONShapeError) {
         guard case .array(let elements) = json else {
             throw JSONShapeError(
-                path: path, reason: "expected a filter condition [property, [operator, operands...]], found \(json.typeName)")
+                path: path,
+                reason: "expected a filter condition [property, [operator, operands...]], found \(json.typeName)")
         }
         guard elements.count == 2 else {
             throw JSONShapeError(
-                path: path, reason: "a filter condition has 2 elements, [property, expression], found \(elements.count)")
+                path: path, reason: "a filter condition has 2 elements, [property, expression], found \(elements.count)"
+            )
         }
         property = try ObjectFilterProperty(json: elements[0], at: path.appending(0), allowsEmptyDotPath: false)
         expression = try ObjectFilterExpression(json: elements[1], at: path.appending(1))
@@ -57,11 +59,13 @@ public enum ObjectFilterConditions: Sendable, Hashable {
             return nil
         default:
             throw JSONShapeError(
-                path: path, reason: "expected a filter condition or {\"and\"|\"or\": [conditions]}, found \(json.typeName)")
+                path: path,
+                reason: "expected a filter condition or {\"and\"|\"or\": [conditions]}, found \(json.typeName)")
         }
     }
 
-    private static func readList(_ json: JSONValue, at path: JSONPath) throws(JSONShapeError) -> [ObjectFilterCondition] {
+    private static func readList(_ json: JSONValue, at path: JSONPath) throws(JSONShapeError) -> [ObjectFilterCondition]
+    {
         guard case .array(let elements) = json else {
             throw JSONShapeError(path: path, reason: "expected an array of filter conditions, found \(json.typeName)")
         }

@@ -43,7 +43,8 @@ public struct ObjectFilterProperty: Sendable, Hashable {
             for (index, element) in elements.enumerated() {
                 guard case .string(let name) = element else {
                     throw JSONShapeError(
-                        path: path.appending(index), reason: "expected a property name string, found \(element.typeName)")
+                        path: path.appending(index),
+                        reason: "expected a property name string, found \(element.typeName)")
                 }
                 names.append(name)
             }

@@ -10,7 +10,9 @@ public struct ObjectJoinCondition: Sendable, Hashable {
     public var isLocalPropertyArray: Bool?
     public var isOneToOneRelation: Bool?
 
-    public init(localProperty: String, asProperty: String, isLocalPropertyArray: Bool? = nil, isOneToOneRelation: Bool? = nil) {
+    public init(
+        localProperty: String, asProperty: String, isLocalPropertyArray: Bool? = nil, isOneToOneRelation: Bool? = nil
+    ) {
         self.localProperty = localProperty
         self.asProperty = asProperty
         self.isLocalPropertyArray = isLocalPropertyArray

@@ -44,9 +44,8 @@ public enum ObjectMatcher {
         if !orderings.isEmpty {
             let order = keys.indices.sorted { a, b in
                 for (position, ordering) in orderings.enumerated() {
-                    let (x, y) = ordering.order == .ascending ? (keys[a][position], keys[b][position]) : (keys[b][position], keys[a][position])
-                    let result = compareForOrdering(x, y)
-                    if result != 0 { return result < 0 }
+                    let result = compareForOrdering(keys[a][position], keys[b][position])
+                    if result != 0 { return ordering.order == .ascending ? result < 0 : result > 0 }
                 }
                 return a < b
             }

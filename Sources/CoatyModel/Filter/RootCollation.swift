@@ -168,7 +168,9 @@ public enum RootCollation {
 
     /// The contraction of the starter at `index` with the next character, or with a later combining mark that
     /// no mark of the same or higher class stands before (UCA's discontiguous match).
-    private static func contraction(startingAt index: Int, in codePoints: [UInt32]) -> (entry: UInt32, matchedIndex: Int)? {
+    private static func contraction(startingAt index: Int, in codePoints: [UInt32]) -> (
+        entry: UInt32, matchedIndex: Int
+    )? {
         let starter = codePoints[index]
         var highestSkippedClass: UInt8 = 0
         var candidate = index + 1

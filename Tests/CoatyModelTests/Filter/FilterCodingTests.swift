@@ -34,10 +34,11 @@ import Testing
     @Test func everyOperatorHasItsCoatyCode() {
         let names = ObjectFilterOperator.allCases.map { "\($0)" }
         #expect(ObjectFilterOperator.allCases.map(\.rawValue) == Array(0...14))
-        #expect(names == [
-            "lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual", "between", "notBetween", "like",
-            "equals", "notEquals", "exists", "notExists", "contains", "notContains", "in", "notIn",
-        ])
+        #expect(
+            names == [
+                "lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual", "between", "notBetween", "like",
+                "equals", "notEquals", "exists", "notExists", "contains", "notContains", "in", "notIn",
+            ])
     }
 
     @Test func theCallFilterOfTheProtocolExample() throws {
@@ -70,7 +71,9 @@ import Testing
         let filter = ObjectFilter(
             .or([ObjectFilterCondition(ObjectFilterProperty(names: ["a.b", "c"]), .notExists)]),
             orderByProperties: [ObjectFilterOrdering("name", .descending)], skip: 5)
-        #expect(filter.json.serialized() == #"{"conditions":{"or":[[["a.b","c"],[10]]]},"orderByProperties":[["name","Desc"]],"skip":5}"#)
+        #expect(
+            filter.json.serialized()
+                == #"{"conditions":{"or":[[["a.b","c"],[10]]]},"orderByProperties":[["name","Desc"]],"skip":5}"#)
         #expect(ObjectFilter().json.serialized() == "{}")
         #expect(ContextFilter().json.serialized() == "{}")
     }
@@ -150,14 +153,22 @@ import Testing
     @Test func joinConditionsKeepTheirForm() throws {
         let single = ObjectJoinCondition(localProperty: "locationId", asProperty: "location", isOneToOneRelation: true)
         #expect(ObjectJoinConditions.single(single).conditions == [single])
-        #expect(single.json.serialized() == #"{"localProperty":"locationId","asProperty":"location","isOneToOneRelation":true}"#)
+        #expect(
+            single.json.serialized()
+                == #"{"localProperty":"locationId","asProperty":"location","isOneToOneRelation":true}"#)
     }
 
     @Test(arguments: [
         (#"{"localProperty":1,"asProperty":"x"}"#, "$.localProperty", "expected a string"),
         (#"{"asProperty":"x"}"#, "$", #"missing required member "localProperty""#),
-        (#"{"localProperty":"a","asProperty":"b","isOneToOneRelation":"yes"}"#, "$.isOneToOneRelation", "expected a boolean"),
-        (#"{"localProperty":"a","asProperty":"b","isLocalPropertyArray":null}"#, "$.isLocalPropertyArray", "expected a boolean"),
+        (
+            #"{"localProperty":"a","asProperty":"b","isOneToOneRelation":"yes"}"#, "$.isOneToOneRelation",
+            "expected a boolean"
+        ),
+        (
+            #"{"localProperty":"a","asProperty":"b","isLocalPropertyArray":null}"#, "$.isLocalPropertyArray",
+            "expected a boolean"
+        ),
         (#"[{"localProperty":"a","asProperty":"b"},3]"#, "$[1]", "expected an object"),
         ("null", "$", "expected an object"),
     ])

@@ -175,12 +175,15 @@ enum ObjectFilterConformance {
     @Test(arguments: ObjectFilterConformance.failing)
     func eachCounterConditionFailsAlone(condition: ObjectFilterCondition) {
         #expect(!ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.condition(condition))))
-        #expect(!ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.and(Conformance.matching + [condition]))))
+        #expect(
+            !ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.and(Conformance.matching + [condition]))))
     }
 
     @Test func oneFailingConditionFailsAndOneMatchingConditionSatisfiesOr() {
         #expect(!ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.or(Conformance.failing))))
-        #expect(ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.or(Conformance.failing + [Conformance.matching[40]]))))
+        #expect(
+            ObjectMatcher.matches(
+                Conformance.object, filter: ContextFilter(.or(Conformance.failing + [Conformance.matching[40]]))))
         #expect(ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.and([]))))
         #expect(!ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.or([]))))
     }
@@ -211,8 +214,11 @@ enum ObjectFilterConformance {
     @Test(arguments: ObjectFilterOperator.allCases)
     func undefinedPropertiesOnlyMatchNotExists(operator: ObjectFilterOperator) {
         for operands: [JSONValue] in [[], [nil], [1, 2], [[]], ["%"]] {
-            let condition = ObjectFilterCondition("missing.property", ObjectFilterExpression(`operator`, operands: operands))
-            #expect(ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.condition(condition))) == (`operator` == .notExists))
+            let condition = ObjectFilterCondition(
+                "missing.property", ObjectFilterExpression(`operator`, operands: operands))
+            #expect(
+                ObjectMatcher.matches(Conformance.object, filter: ContextFilter(.condition(condition)))
+                    == (`operator` == .notExists))
         }
     }
 
@@ -292,7 +298,8 @@ enum ObjectFilterConformance {
 
     @Test func stringComparisonsUseCollationButEqualityUsesCodeUnits() {
         let decomposed = "e\u{301}"
-        #expect(holds("é", .lessThanOrEqual(.string(decomposed))) && holds("é", .greaterThanOrEqual(.string(decomposed))))
+        #expect(
+            holds("é", .lessThanOrEqual(.string(decomposed))) && holds("é", .greaterThanOrEqual(.string(decomposed))))
         #expect(!holds("é", .equals(.string(decomposed))) && holds("é", .notEquals(.string(decomposed))))
         #expect(!holds("é", .in([.string(decomposed)])))
         #expect(holds("Zürich", .between("zurich", "Zz")))
@@ -394,7 +401,9 @@ enum ObjectFilterConformance {
     @Test func conditionsJavaScriptCannotEvaluateDoNotMatch() {
         #expect(!holds(["a": 1], .contains(nil)) && !holds(["a": 1], .notContains(nil)))
         #expect(!holds(["a": ["b": 1]], .contains(["a": nil])) && !holds(["a": ["b": 1]], .notContains(["a": nil])))
-        #expect(!holds(1, ObjectFilterExpression(.in, operands: [1])) && !holds(1, ObjectFilterExpression(.notIn, operands: [1])))
+        #expect(
+            !holds(1, ObjectFilterExpression(.in, operands: [1]))
+                && !holds(1, ObjectFilterExpression(.notIn, operands: [1])))
         #expect(!holds(1, ObjectFilterExpression(.notIn, operands: [])))
         let throwing = ObjectFilterCondition("v", .contains(nil))
         let matching = ObjectFilterCondition("v", .exists)
@@ -417,7 +426,10 @@ enum ObjectFilterConformance {
     // MARK: Calls
 
     @Test func callDeliveryFollowsCoaty2() throws {
-        let context = try CoatyObject(validating: JSONValue(parsing: #"{"objectId":"c","name":"ctx","objectType":"coaty.IoContext","coreType":"IoContext","floor":7}"#))
+        let context = try CoatyObject(
+            validating: JSONValue(
+                parsing:
+                    #"{"objectId":"c","name":"ctx","objectType":"coaty.IoContext","coreType":"IoContext","floor":7}"#))
         #expect(ObjectMatcher.matchesCall(filter: ContextFilter("floor", .between(6, 8)), context: context))
         #expect(!ObjectMatcher.matchesCall(filter: ContextFilter("floor", .equals(10)), context: context))
         #expect(!ObjectMatcher.matchesCall(filter: nil, context: context))

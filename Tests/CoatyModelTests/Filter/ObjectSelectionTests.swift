@@ -64,7 +64,8 @@ import Testing
     @Test func mixedTypesRankByType() {
         let values: [JSONValue] = [["x": 1], "a", [1], 2, true, nil, false, "B", 1]
         let objects = values.map { JSONValue.object(["v": $0]) }
-        let sorted = ObjectMatcher.select(objects, filter: ObjectFilter(orderByProperties: [.init("v", .ascending)]), json: { $0 })
+        let sorted = ObjectMatcher.select(
+            objects, filter: ObjectFilter(orderByProperties: [.init("v", .ascending)]), json: { $0 })
         let expected: [JSONValue] = [.null, false, true, 1, 2, "a", "B", [1], ["x": 1]]
         #expect(sorted.map { $0["v"] } == expected)
     }
@@ -77,7 +78,9 @@ import Testing
         }
         let contexts = [make("kitchen", 1), make("attic", 3), make("bedroom", 2), make("Bath", 2)]
         let selected = ObjectMatcher.select(
-            contexts, filter: ObjectFilter(.condition(.init("floor", .greaterThan(1))), orderByProperties: [.init("name", .ascending)]))
+            contexts,
+            filter: ObjectFilter(
+                .condition(.init("floor", .greaterThan(1))), orderByProperties: [.init("name", .ascending)]))
         #expect(selected.map(\.name) == ["attic", "Bath", "bedroom"])
     }
 }

@@ -53,7 +53,9 @@ import Testing
         for index in words.indices.dropFirst() {
             let (previous, current) = (words[index - 1].word, words[index].word)
             let expected = words[index].equalsPrevious ? 0 : -1
-            #expect(RootCollation.compare(previous, current) == expected, "\(previous.debugDescription) vs \(current.debugDescription)")
+            #expect(
+                RootCollation.compare(previous, current) == expected,
+                "\(previous.debugDescription) vs \(current.debugDescription)")
         }
         // The order is transitive over the whole list, not just between neighbours.
         for i in words.indices {
