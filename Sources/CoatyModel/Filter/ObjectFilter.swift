@@ -188,10 +188,13 @@ public struct ObjectFilter: Sendable, Hashable {
     private static func count(_ cursor: JSONCursor) throws(JSONShapeError) -> Int {
         let number = try cursor.number()
         guard number > 0 else { return 0 }
-        // Beyond 2^53 a count means "all" anyway; the cap keeps it exact as a JavaScript number.
-        guard number < 0x1p53 else { return 1 << 53 }
+        guard number < Double(maximumCount) else { return maximumCount }
         return Int(number.rounded(.up))
     }
+
+    /// Beyond this a count means "all" anyway: 2^53 keeps it exact as a JavaScript number, and half of `Int.max` on
+    /// 32-bit systems keeps `skip + take` from overflowing.
+    private static let maximumCount = Int(exactly: 0x1p53) ?? Int.max / 2
 
     /// The conditions alone, for matching single objects.
     public var contextFilter: ContextFilter { ContextFilter(conditions) }
