@@ -18,6 +18,9 @@ let package = Package(
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
 
+        // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
+        .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
+
         // Hardware: buses, drivers, sensors and GPIO lines.
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
 
@@ -25,5 +28,6 @@ let package = Package(
         .target(name: "CoatyMQTT"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
+        .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
     ]
 )
