@@ -20,6 +20,7 @@ let package = Package(
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
         .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
+        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "JsonLogic"]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
@@ -29,5 +30,6 @@ let package = Package(
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
+        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
     ]
 )

@@ -80,7 +80,8 @@ struct Evaluator {
         case .missingSome:
             guard case .array(let keys) = values[1] else {
                 throw JsonLogicEvaluationError(
-                    path: path.appending(1), reason: "\"missing_some\" needs an array of keys, found \(values[1].typeName)")
+                    path: path.appending(1),
+                    reason: "\"missing_some\" needs an array of keys, found \(values[1].typeName)")
             }
             let missing = Self.missing(keys, in: data)
             let present = JSONValue.number(Double(keys.count - missing.count))
@@ -118,7 +119,8 @@ struct Evaluator {
         case .divide:
             return .number(JavaScript.toNumber(values[0]) / JavaScript.toNumber(values[1]))
         case .remainder:
-            return .number(JavaScript.toNumber(values[0]).truncatingRemainder(dividingBy: JavaScript.toNumber(values[1])))
+            return .number(
+                JavaScript.toNumber(values[0]).truncatingRemainder(dividingBy: JavaScript.toNumber(values[1])))
         case .in:
             return .bool(Self.contains(values[1], values[0]))
         case .cat:
@@ -148,7 +150,9 @@ struct Evaluator {
     }
 
     /// map, filter, reduce, all, none and some: the second operand runs once per element of the first.
-    private mutating func applyToArray(_ operation: Operation, data: JSONValue) throws(JsonLogicEvaluationError) -> JSONValue {
+    private mutating func applyToArray(_ operation: Operation, data: JSONValue) throws(JsonLogicEvaluationError)
+        -> JSONValue
+    {
         let operands = operation.operands
         let collection = try evaluate(operands[0], data: data)
         let logic = operands[1]
@@ -288,7 +292,8 @@ struct Evaluator {
             let text = Array(string.utf8)
             if pattern.isEmpty { return true }
             guard pattern.count <= text.count else { return false }
-            for start in 0...(text.count - pattern.count) where text[start..<start + pattern.count].elementsEqual(pattern) {
+            for start in 0...(text.count - pattern.count)
+            where text[start..<start + pattern.count].elementsEqual(pattern) {
                 return true
             }
             return false
@@ -318,7 +323,8 @@ struct Evaluator {
     }
 
     /// `String.prototype.substr`.
-    private static func substr(_ units: ArraySlice<UInt16>, start: JSONValue, length: JSONValue?) -> ArraySlice<UInt16> {
+    private static func substr(_ units: ArraySlice<UInt16>, start: JSONValue, length: JSONValue?) -> ArraySlice<UInt16>
+    {
         let size = Double(units.count)
         var first = JavaScript.toInteger(start)
         if first < 0 { first = Swift.max(size + first, 0) }

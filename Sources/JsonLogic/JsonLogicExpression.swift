@@ -128,7 +128,8 @@ struct Parser {
 
     private mutating func enter(_ depth: Int, at path: JSONPath) -> Bool {
         guard depth <= maximumDepth else {
-            problems.append(JSONShapeError(path: path, reason: "the expression nests deeper than \(maximumDepth) levels"))
+            problems.append(
+                JSONShapeError(path: path, reason: "the expression nests deeper than \(maximumDepth) levels"))
             return false
         }
         return true
@@ -152,7 +153,8 @@ struct Parser {
                 ? "found an empty object"
                 : "found \(object.count) keys (\(object.keys.map { JSONValue.string($0).serialized() }.joined(separator: ", ")))"
             problems.append(
-                JSONShapeError(path: path, reason: "an operation must be an object with exactly one operator key; \(found)"))
+                JSONShapeError(
+                    path: path, reason: "an operation must be an object with exactly one operator key; \(found)"))
             return .literal(.null)
         }
         let operatorPath = path.appending(member.key)
@@ -188,7 +190,8 @@ struct Parser {
             case .bool, .array:
                 problems.append(
                     JSONShapeError(
-                        path: path, reason: "a variable path must be a string, a number or null, found \(value.typeName)"))
+                        path: path,
+                        reason: "a variable path must be a string, a number or null, found \(value.typeName)"))
             default:
                 break
             }
@@ -198,7 +201,8 @@ struct Parser {
             case .array, .object: break
             default:
                 problems.append(
-                    JSONShapeError(path: path, reason: "\"missing_some\" needs an array of keys, found \(keys.typeName)"))
+                    JSONShapeError(
+                        path: path, reason: "\"missing_some\" needs an array of keys, found \(keys.typeName)"))
             }
         default:
             break

@@ -1,6 +1,6 @@
-import Testing
 import CoatyJSON
 import JsonLogic
+import Testing
 
 /// Parses both texts as JSON and evaluates the rule on the data.
 func evaluate(_ rule: String, data: String = "null") throws -> JSONValue {
@@ -36,4 +36,3 @@ struct Case: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { "\(rule) with \(data) is \(expected)" }
 }
-

@@ -82,8 +82,11 @@ import Testing
 @Suite struct EvaluationErrorTests {
     @Test func missingSomeNeedsAnArrayAtRunTime() throws {
         let expression = try JsonLogicExpression(json(#"{"missing_some": [1, {"var": "keys"}]}"#))
-        #expect(throws: JsonLogicEvaluationError(path: JSONPath([.key("missing_some"), .index(1)]),
-                                                 reason: #""missing_some" needs an array of keys, found number"#)) {
+        #expect(
+            throws: JsonLogicEvaluationError(
+                path: JSONPath([.key("missing_some"), .index(1)]),
+                reason: #""missing_some" needs an array of keys, found number"#)
+        ) {
             try expression.evaluate(with: ["keys": 5])
         }
         #expect(try expression.evaluate(with: ["keys": ["a", "b"], "a": 1]) == [])
@@ -93,17 +96,23 @@ import Testing
         let elements = (0..<40).map(String.init).joined(separator: ",")
         let doubling = try JsonLogicExpression(
             json(#"{"reduce": [[\#(elements)], {"cat": [{"var": "accumulator"}, {"var": "accumulator"}]}, "x"]}"#))
-        #expect(throws: JsonLogicEvaluationError(path: JSONPath([.key("reduce"), .index(1), .key("cat")]),
-                                                 reason: "evaluation exceeded its budget of 1000000 steps")) {
+        #expect(
+            throws: JsonLogicEvaluationError(
+                path: JSONPath([.key("reduce"), .index(1), .key("cat")]),
+                reason: "evaluation exceeded its budget of 1000000 steps")
+        ) {
             try doubling.evaluate(with: .null)
         }
         let merging = try JsonLogicExpression(
             json(#"{"reduce": [[\#(elements)], {"merge": [{"var": "accumulator"}, {"var": "accumulator"}]}, [1]]}"#))
         #expect(throws: JsonLogicEvaluationError.self) { try merging.evaluate(with: .null) }
 
-        let mapping = try JsonLogicExpression(json(#"{"map": [{"var": ""}, {"var": ""}]}"#), limits: .init(evaluationBudget: 100))
+        let mapping = try JsonLogicExpression(
+            json(#"{"map": [{"var": ""}, {"var": ""}]}"#), limits: .init(evaluationBudget: 100))
         let big = JSONValue.array(Array(repeating: 1, count: 200))
         #expect(throws: JsonLogicEvaluationError.self) { try mapping.evaluate(with: big) }
-        #expect(try mapping.evaluate(with: .array(Array(repeating: 1, count: 10))) == .array(Array(repeating: 1, count: 10)))
+        #expect(
+            try mapping.evaluate(with: .array(Array(repeating: 1, count: 10))) == .array(Array(repeating: 1, count: 10))
+        )
     }
 }

@@ -27,8 +27,9 @@ import Testing
         Case(#"{"var": "o.length"}"#, "null", data: #"{"o": {}}"#),
         Case(#"{"var": "\u00e9"}"#, "null", data: #"{"e\u0301": 1}"#),
         Case(#"{"var": {"cat": ["a", ".b"]}}"#, "2", data: #"{"a": {"b": 2}}"#),
-        Case(#"{"var": [{"if": [{"<": [{"var": "t"}, 110]}, "pie.filling", "pie.eta"]}]}"#, #""apple""#,
-             data: #"{"t": 100, "pie": {"filling": "apple", "eta": "60s"}}"#),
+        Case(
+            #"{"var": [{"if": [{"<": [{"var": "t"}, 110]}, "pie.filling", "pie.eta"]}]}"#, #""apple""#,
+            data: #"{"t": 100, "pie": {"filling": "apple", "eta": "60s"}}"#),
     ]
 
     static let wholeData: [Case] = [
