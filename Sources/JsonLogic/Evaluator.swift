@@ -26,6 +26,11 @@ struct Evaluator {
         case .operation(let operation):
             try charge(1, at: operation.path)
             return try apply(operation, data: data)
+        case .variable(let variable):
+            try charge(1, at: variable.path)
+            if let value = Self.lookup(variable.components, in: data) { return value }
+            return try variable.fallback.map { node throws(JsonLogicEvaluationError) in try evaluate(node, data: data) }
+                ?? .null
         }
     }
 
@@ -205,14 +210,19 @@ struct Evaluator {
 
     // MARK: Data access
 
-    /// `var`: a dot path into `data`; an absent, `null` or empty path is the data itself. The default (or
-    /// `null`) stands for a path that leads nowhere; a member whose value is `null` is found, not missing.
+    /// `var` with a computed path: a dot path into `data`; an absent, `null` or empty path is the data itself.
+    /// The default (or `null`) stands for a path that leads nowhere.
     static func variable(_ path: JSONValue?, default fallback: JSONValue?, in data: JSONValue) -> JSONValue {
-        let notFound = fallback ?? .null
         guard let path, !path.isNull, path != "" else { return data }
+        let components = JavaScript.toString(path).split(separator: ".", omittingEmptySubsequences: false)
+        return lookup(components, in: data) ?? fallback ?? .null
+    }
+
+    /// Follows a path; nil when it leads nowhere. A member whose value is `null` is found, not missing.
+    static func lookup(_ components: [Substring], in data: JSONValue) -> JSONValue? {
         var current = data
-        for component in JavaScript.toString(path).split(separator: ".", omittingEmptySubsequences: false) {
-            guard !current.isNull, let next = member(of: current, named: component) else { return notFound }
+        for component in components {
+            guard !current.isNull, let next = member(of: current, named: component) else { return nil }
             current = next
         }
         return current

@@ -96,6 +96,15 @@ indirect enum Node: Sendable {
     case literal(JSONValue)
     case array([Node], JSONPath)
     case operation(Operation)
+    /// `var` with a path written as a literal, split once when read: most of what conditions do.
+    case variable(VariablePath)
+}
+
+struct VariablePath: Sendable {
+    /// Empty for the whole data.
+    let components: [Substring]
+    let fallback: Node?
+    let path: JSONPath
 }
 
 struct Operation: Sendable {
@@ -178,6 +187,10 @@ struct Parser {
         }
         checkOperandShapes(op, operandValues)
         let operands = operandValues.map { parse($0.0, at: $0.1, depth: depth + 1) }
+        if op == .variable, let components = VariablePath.components(of: operands.first) {
+            return .variable(
+                VariablePath(components: components, fallback: operands.element(at: 1), path: operatorPath))
+        }
         return .operation(Operation(op: op, operands: operands, path: operatorPath))
     }
 
@@ -220,5 +233,15 @@ struct Parser {
             reason += " (did you mean \"\(suggestion)\"?)"
         }
         return reason
+    }
+}
+
+extension VariablePath {
+    /// The components of a literal path; nil when the path is computed.
+    static func components(of operand: Node?) -> [Substring]? {
+        guard let operand else { return [] }
+        guard case .literal(let path) = operand else { return nil }
+        if path.isNull || path == "" { return [] }
+        return JavaScript.toString(path).split(separator: ".", omittingEmptySubsequences: false)
     }
 }
