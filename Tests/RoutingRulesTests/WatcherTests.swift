@@ -124,8 +124,7 @@ struct WatcherTests {
     @Test func cancellingTheConsumerStopsTheThreadAndClosesTheDescriptors() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let descriptorsBefore = Self.watcherDescriptors()
-        let threadsBefore = Self.watcherThreads()
+        let descriptorsBefore = try await Self.descriptorsWithoutWatchers()
 
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
@@ -138,42 +137,46 @@ struct WatcherTests {
         }
         var startedIterator = started.makeAsyncIterator()
         await startedIterator.next()
-        #expect(Self.watcherThreads() == threadsBefore + 1)
+        #expect(Self.watcherThreads() == 1)
         #expect(
             Self.watcherDescriptors().subtracting(descriptorsBefore).count == 3,
             "inotify and both ends of the stop pipe")
 
         consumer.cancel()
         #expect(await consumer.value == 1)
-        try await Self.waitUntil {
-            Self.watcherThreads() == threadsBefore && Self.watcherDescriptors() == descriptorsBefore
-        }
-        #expect(Self.watcherThreads() == threadsBefore)
+        await Self.waitUntil { Self.watcherThreads() == 0 && Self.watcherDescriptors() == descriptorsBefore }
+        #expect(Self.watcherThreads() == 0)
         #expect(Self.watcherDescriptors() == descriptorsBefore)
     }
 
     @Test func droppingTheIteratorStopsTheWatcher() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let threadsBefore = Self.watcherThreads()
-        let descriptorsBefore = Self.watcherDescriptors()
+        let descriptorsBefore = try await Self.descriptorsWithoutWatchers()
         do {
             var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
             #expect(await updates.next() != nil)
-            #expect(Self.watcherThreads() == threadsBefore + 1)
+            #expect(Self.watcherThreads() == 1)
         }
-        try await Self.waitUntil {
-            Self.watcherThreads() == threadsBefore && Self.watcherDescriptors() == descriptorsBefore
-        }
-        #expect(Self.watcherThreads() == threadsBefore)
+        await Self.waitUntil { Self.watcherThreads() == 0 && Self.watcherDescriptors() == descriptorsBefore }
+        #expect(Self.watcherThreads() == 0)
         #expect(Self.watcherDescriptors() == descriptorsBefore)
     }
 
-    /// Polls a condition that the watcher thread makes true as it exits; the suite's time limit is the guard
-    /// (it cancels the test, which ends the sleep).
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        while !condition() {
-            try await Task.sleep(for: .milliseconds(5))
+    /// The process's pipe descriptors once the watchers of earlier tests have finished stopping (they stop
+    /// asynchronously when their iterators go away).
+    static func descriptorsWithoutWatchers() async throws -> Set<String> {
+        await waitUntil { watcherThreads() == 0 && !watcherDescriptors().contains { $0.contains("inotify") } }
+        try #require(watcherThreads() == 0)
+        return watcherDescriptors()
+    }
+
+    /// Polls a condition that a watcher thread makes true as it exits, for at most 20 seconds; the caller then
+    /// checks the condition, so a watcher that never stops fails the test with what was found.
+    static func waitUntil(_ condition: () -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() && ContinuousClock.now < deadline {
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { return }
         }
     }
 
