@@ -1,0 +1,182 @@
+import CoatyJSON
+import Foundation
+import JsonLogic
+import RoutingRules
+import Testing
+
+@Suite struct RuleFileTests {
+    @Test func directoryLoadsRuleFilesInFileNameOrder() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("b.json", rulesDocument(["b1"]))
+        try directory.write("a.json", rulesDocument(["a1", "a2"]))
+        try directory.write("B.json", rulesDocument(["B1"]))
+        try directory.write(".#a.json", "lock file of an editor")
+        try directory.write("rules.schema.json", #"{"$schema": "https://json-schema.org/draft/2020-12/schema"}"#)
+        try directory.write("notes.txt", "not rules")
+        try directory.write("a.json~", "backup")
+
+        let ruleSet = try RoutingRuleSet.load(directory: directory.path)
+        #expect(ruleSet.rules.map(\.name) == ["B1", "a1", "a2", "b1"])
+        #expect(
+            ruleSet.rules[1].origin
+                == RuleOrigin(file: directory.file("a.json"), path: JSONPath([.key("rules"), .index(0)])))
+        #expect(ruleSet.rules[2].origin.description == "\(directory.file("a.json")): $.rules[1]")
+    }
+
+    @Test func aRuleHasAllItsParts() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "r.json",
+            #"""
+            {"$schema": "rules.schema.json", "rules": [
+              {"name": "fan", "valueType": "*", "description": "Any value to the fan.", "condition": {"var": "actor.enabled"}},
+              {"name": "relay", "valueType": "coaty-edge.Switch", "condition": true}
+            ]}
+            """#)
+        let rules = try RoutingRuleSet.load(files: [directory.file("r.json")]).rules
+        #expect(rules.count == 2)
+        #expect(rules[0].name == "fan")
+        #expect(rules[0].valueType == .any)
+        #expect(rules[0].description == "Any value to the fan.")
+        #expect(rules[0].condition.json == ["var": "actor.enabled"])
+        #expect(rules[1].valueType == .named("coaty-edge.Switch"))
+        #expect(rules[1].description == nil)
+    }
+
+    @Test func emptyDirectoryAndEmptyFileGiveNoRules() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect(try RoutingRuleSet.load(directory: directory.path) == .empty)
+        try directory.write("none.json", #"{"rules": []}"#)
+        #expect(try RoutingRuleSet.load(directory: directory.path).rules.isEmpty)
+    }
+
+    @Test func jsonSyntaxErrorsHaveLineAndColumn() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("bad.json", "{\"rules\": [\n  {\"name\": \"x\",,}\n]}")
+        let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
+        #expect(
+            error.problems == [
+                RuleFileProblem(
+                    file: directory.file("bad.json"), location: .text(line: 2, column: 16),
+                    reason: "expected a member name in quotes")
+            ])
+        #expect(error.description == "\(directory.file("bad.json")):2:16: expected a member name in quotes")
+    }
+
+    @Test func everyProblemInAFileIsReported() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "many.json",
+            #"""
+            {"$schema": 2, "rule": [], "rules": [
+              {"valueType": "t", "condition": true},
+              {"name": "", "valueType": "", "condition": true, "descripton": "typo"},
+              {"name": "b", "valueType": 3, "condition": {"foo": 1}, "description": 4},
+              {"name": "c", "valueType": " t", "condition": {"and": [{"==": [1]}, {"<": [1, 2, 3, 4]}]}},
+              {"name": "d", "valueType": "t"},
+              "not a rule",
+              {"name": "ok", "valueType": "t", "condition": {"==": [{"var": "a"}, {"a": 1, "b": 2}]}}
+            ]}
+            """#)
+        let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
+        let file = directory.file("many.json")
+        #expect(error.problems.allSatisfy { $0.file == file })
+        #expect(
+            error.problems.map(\.description) == [
+                #"\#(file): $.rule: unknown member "rule" (known: "$schema", "rules")"#,
+                #"\#(file): $.$schema: expected a string, found number"#,
+                #"\#(file): $.rules[0]: missing required member "name""#,
+                #"\#(file): $.rules[1].descripton: unknown member "descripton" (known: "name", "valueType", "condition", "description")"#,
+                #"\#(file): $.rules[1].name: must not be an empty string"#,
+                #"\#(file): $.rules[1].valueType: must not be an empty string; use "*" for a rule that applies to any value type"#,
+                #"\#(file): $.rules[2].valueType: expected a string, found number"#,
+                #"\#(file): $.rules[2].description: expected a string, found number"#,
+                #"\#(file): $.rules[2].condition.foo: unknown operator "foo""#,
+                #"\#(file): $.rules[3].valueType: " t" has white space at its start or end"#,
+                #"\#(file): $.rules[3].condition.and[0]["=="]: "==" takes 2 operands, found 1"#,
+                #"\#(file): $.rules[3].condition.and[1]["<"]: "<" takes 2 or 3 operands, found 4"#,
+                #"\#(file): $.rules[4]: missing required member "condition""#,
+                #"\#(file): $.rules[5]: expected an object, found string"#,
+                #"\#(file): $.rules[6].condition["=="][1]: an operation must be an object with exactly one operator key; found 2 keys ("a", "b")"#,
+            ])
+    }
+
+    @Test(arguments: [
+        ("[]", "$: expected an object, found array"),
+        ("{}", #"$: missing required member "rules""#),
+        (#"{"rules": {}}"#, "$.rules: expected an array, found object"),
+    ])
+    func documentShape(_ text: String, _ problem: String) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("doc.json", text)
+        let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
+        #expect(error.problems.map(\.description) == ["\(directory.file("doc.json")): \(problem)"])
+    }
+
+    @Test func namesAreUniqueAcrossFiles() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("a.json", rulesDocument(["x", "y"]))
+        try directory.write("b.json", rulesDocument(["z", "y"]))
+        try directory.write("c.json", #"{"rules": [{"name": "w", "valueType": "t", "condition": {"bad": 1}}]}"#)
+        let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
+        #expect(
+            error.problems == [
+                RuleFileProblem(
+                    file: directory.file("b.json"),
+                    location: .json(JSONPath([.key("rules"), .index(1), .key("name")])),
+                    reason: #"duplicate rule name "y", first defined in \#(directory.file("a.json")): $.rules[1]"#),
+                RuleFileProblem(
+                    file: directory.file("c.json"),
+                    location: .json(JSONPath([.key("rules"), .index(0), .key("condition"), .key("bad")])),
+                    reason: #"unknown operator "bad""#),
+            ])
+    }
+
+    @Test func unreadableFilesAndDirectories() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let missing = directory.file("nowhere")
+        #expect(
+            throws: RuleLoadError(problems: [
+                RuleFileProblem(
+                    file: missing, location: .file, reason: "cannot list the directory: No such file or directory")
+            ])
+        ) { try RoutingRuleSet.load(directory: missing) }
+
+        try directory.write("ok.json", rulesDocument(["a"]))
+        try FileManager.default.createDirectory(
+            atPath: directory.file("folder.json"), withIntermediateDirectories: false)
+        try directory.write("huge.json", #"{"rules": []}"# + String(repeating: " ", count: 4 << 20))
+        let error = try #require(throws: RuleLoadError.self) {
+            try RoutingRuleSet.load(files: [
+                directory.file("ok.json"), directory.file("gone.json"), directory.file("folder.json"),
+                directory.file("huge.json"),
+            ])
+        }
+        #expect(
+            error.problems.map(\.description) == [
+                "\(directory.file("gone.json")): cannot read the file: No such file or directory",
+                "\(directory.file("folder.json")): cannot read the file: Is a directory",
+                "\(directory.file("huge.json")): the file is larger than 4 MiB",
+            ])
+    }
+
+    @Test func ruleSetRejectsDuplicateNames() throws {
+        let first = try rule("x", .any, "true", file: "a.json")
+        let second = try rule("x", .named("t"), "false", file: "b.json", index: 3)
+        #expect(
+            throws: RuleLoadError(problems: [
+                RuleFileProblem(
+                    file: "b.json", location: .json(JSONPath([.key("rules"), .index(3), .key("name")])),
+                    reason: #"duplicate rule name "x", first defined in a.json: $.rules[0]"#)
+            ])
+        ) { try RoutingRuleSet([first, second]) }
+    }
+}
