@@ -89,6 +89,23 @@ extension CommunicationManager {
         }
     }
 
+    /// Publishes the Query and yields the Retrieves whose objects are of the queried types.
+    public func publishQuery(_ event: QueryEvent, timeout: Duration? = nil) -> ResponseStream<RetrieveEvent> {
+        request(.query(event), timeout: timeout) { response in
+            guard case .retrieve(let retrieve) = response, event.accepts(retrieve) else { return nil }
+            return retrieve
+        }
+    }
+
+    /// Calls a remote operation and yields the Returns of every agent that answers.
+    public func publishCall(_ event: CallEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<ReturnEvent> {
+        guard CoatyName.isValid(event.operation) else { throw .invalidName(event.operation) }
+        return request(.call(event), timeout: timeout) { response in
+            guard case .returnEvent(let returned) = response else { return nil }
+            return returned
+        }
+    }
+
     func request<Response: Sendable>(
         _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
     ) -> ResponseStream<Response> {
@@ -147,6 +164,34 @@ extension CommunicationManager {
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
                 responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
                     self?.publish(.resolve(resolve), correlationId: correlationId)
+                })
+        }
+    }
+
+    /// Query requests from any agent.
+    public func observeQuery() -> AsyncStream<QueryRequest> {
+        observe(.query) { [weak self] topic, event in
+            guard case .query(let query) = event, let self, let correlationId = topic.correlationId else { return nil }
+            return QueryRequest(
+                sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: query,
+                responder: { [weak self] (retrieve: RetrieveEvent) throws(CoatyError) in
+                    self?.publish(.retrieve(retrieve), correlationId: correlationId)
+                })
+        }
+    }
+
+    /// Calls of an operation. With a context object, only calls whose filter matches it arrive; without one,
+    /// every call (Coaty 2's rule: a call without a filter does not reach observers with a context).
+    public func observeCall(operation: String, context: CoatyObject? = nil) throws(CoatyError) -> AsyncStream<CallRequest> {
+        guard CoatyName.isValid(operation) else { throw .invalidName(operation) }
+        return observe(.call, filter: operation) { [weak self] topic, event in
+            guard case .call(let call) = event, call.isDelivered(toObserverWith: context), let self,
+                let correlationId = topic.correlationId
+            else { return nil }
+            return CallRequest(
+                sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: call,
+                responder: { [weak self] (returned: ReturnEvent) throws(CoatyError) in
+                    self?.publish(.returnEvent(returned), correlationId: correlationId)
                 })
         }
     }

@@ -18,7 +18,7 @@ public final class CommunicationManager: Sendable {
 
     let logger: Logger
     private let rawActorIds: Set<String>
-    private let makeTransport: @Sendable () -> any MQTTTransport
+    private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     private let state: Mutex<State>
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
@@ -55,12 +55,14 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// - Parameter makeTransport: builds the connection for each start; defaults to libmosquitto in production,
-    ///   tests may pass another transport.
+    /// - Parameter makeTransport: builds the connection for each start: libmosquitto unless a test passes
+    ///   another transport.
     public init(
         identity: Identity, options: CommunicationOptions, ioNodes: [IoNodeDefinition] = [],
         logger: Logger = Logger(label: "coaty.communication"),
-        makeTransport: @escaping @Sendable () -> any MQTTTransport
+        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in
+            try MosquittoTransport()
+        }
     ) {
         self.identity = identity
         self.options = options
@@ -97,7 +99,13 @@ public final class CommunicationManager: Sendable {
     /// Returns at once; the connection comes up in the background (see `communicationStates()`).
     public func start() {
         let nodes = ioNodeDefinitions.map { $0.makeNode(parentObjectId: identity.objectId) }
-        let transport = makeTransport()
+        let transport: any MQTTTransport
+        do {
+            transport = try makeTransport()
+        } catch {
+            logger.critical("cannot create the MQTT client: \(error)")
+            return
+        }
         let started = state.withLock { state -> Bool in
             guard state.operatingState == .stopped else { return false }
             state.operatingState = .started

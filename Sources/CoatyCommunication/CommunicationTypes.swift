@@ -41,6 +41,8 @@ public struct ReceivedRequest<Request: Sendable, Response: Sendable>: Sendable {
 
 public typealias DiscoverRequest = ReceivedRequest<DiscoverEvent, ResolveEvent>
 public typealias UpdateRequest = ReceivedRequest<UpdateEvent, CompleteEvent>
+public typealias QueryRequest = ReceivedRequest<QueryEvent, RetrieveEvent>
+public typealias CallRequest = ReceivedRequest<CallEvent, ReturnEvent>
 
 /// A value travelling on an IO route: JSON, or raw bytes for points with `useRawIoValues`.
 public enum IoValue: Sendable, Hashable {

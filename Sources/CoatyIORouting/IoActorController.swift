@@ -102,6 +102,8 @@ public final class IoActorController: Controller {
                 }
             }
         }
+        // The manager is stopping: no actor stays associated.
+        for actor in actors { associate(false, actor: actor) }
     }
 
     private func receive(_ value: IoValue, for actor: IoActor) {

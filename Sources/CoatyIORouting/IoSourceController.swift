@@ -51,14 +51,8 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 }
             }
         }
-        // Stopped: nothing scheduled survives; a restart brings fresh IoStates.
-        state.withLock { state in
-            for id in state.sources.keys {
-                state.sources[id]?.timer?.cancel()
-                state.sources[id]?.timer = nil
-                state.sources[id]?.pipeline.rebuild(.closed, at: clock.now)
-            }
-        }
+        // Stopped: no source stays associated and nothing scheduled survives; a restart brings fresh IoStates.
+        for id in ids { apply(IoState(hasAssociations: false), to: id) }
     }
 
     private func apply(_ ioState: IoState, to id: String) {

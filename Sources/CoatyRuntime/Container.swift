@@ -23,7 +23,9 @@ public final class Container: Service, Sendable {
     public static func resolve(
         configuration: Configuration, controllers: [(name: String, controller: any Controller)] = [],
         logger: Logger = Logger(label: "coaty.container"),
-        makeTransport: @escaping @Sendable () -> any MQTTTransport
+        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in
+            try MosquittoTransport()
+        }
     ) async throws -> Container {
         let container = Container(configuration: configuration, controllers: controllers, logger: logger, makeTransport: makeTransport)
         for (name, controller, context) in container.controllers {
@@ -38,7 +40,7 @@ public final class Container: Service, Sendable {
 
     private init(
         configuration: Configuration, controllers: [(name: String, controller: any Controller)], logger: Logger,
-        makeTransport: @escaping @Sendable () -> any MQTTTransport
+        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport
     ) {
         self.configuration = configuration
         self.logger = logger

@@ -8,9 +8,11 @@ public enum CoatyEvent: Sendable, Hashable {
     case associate(AssociateEvent)
     case discover(DiscoverEvent)
     case resolve(ResolveEvent)
+    case query(QueryEvent)
     case retrieve(RetrieveEvent)
     case update(UpdateEvent)
     case complete(CompleteEvent)
+    case call(CallEvent)
     case returnEvent(ReturnEvent)
 
     public var eventType: CoatyEventType {
@@ -21,9 +23,11 @@ public enum CoatyEvent: Sendable, Hashable {
         case .associate: .associate
         case .discover: .discover
         case .resolve: .resolve
+        case .query: .query
         case .retrieve: .retrieve
         case .update: .update
         case .complete: .complete
+        case .call: .call
         case .returnEvent: .returnEvent
         }
     }
@@ -36,9 +40,11 @@ public enum CoatyEvent: Sendable, Hashable {
         case .associate(let event): event.payload
         case .discover(let event): event.payload
         case .resolve(let event): event.payload
+        case .query(let event): event.payload
         case .retrieve(let event): event.payload
         case .update(let event): event.payload
         case .complete(let event): event.payload
+        case .call(let event): event.payload
         case .returnEvent(let event): event.payload
         }
     }
@@ -50,6 +56,7 @@ public enum CoatyEvent: Sendable, Hashable {
         case .update(let event): event.topicFilters
         case .channel(let event): [event.channelId]
         case .associate(let event): [event.ioContextName]
+        case .call(let event): [event.operation]
         default: [nil]
         }
     }
@@ -116,7 +123,7 @@ public enum CoatyCodec {
         case .resolve:
             return .resolve(try ResolveEvent(payload: payload))
         case .query:
-            throw JSONShapeError(path: .root, reason: "Query is not supported yet")
+            return .query(try QueryEvent(payload: payload))
         case .retrieve:
             return .retrieve(try RetrieveEvent(payload: payload))
         case .update:
@@ -126,7 +133,7 @@ public enum CoatyCodec {
         case .complete:
             return .complete(try CompleteEvent(payload: payload))
         case .call:
-            throw JSONShapeError(path: .root, reason: "Call is not supported yet")
+            return .call(try CallEvent(operation: filter, payload: payload))
         case .returnEvent:
             return .returnEvent(try ReturnEvent(payload: payload))
         case .ioValue:

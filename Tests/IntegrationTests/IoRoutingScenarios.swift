@@ -6,12 +6,13 @@ import CoatyRuntime
 import CoatyTestSupport
 import Testing
 
-@testable import CoatyIORouting
+import CoatyIORouting
 
 /// The IO routing cases of Coaty JS's io-routing spec, run over any transport: the in-memory broker for quick
 /// logic checks, a real mosquitto in the integration suite.
 struct IoRoutingScenarios {
-    let makeTransport: @Sendable () -> any MQTTTransport
+    var port = 1883
+    let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
 
     static let temperature = "coaty.test.Temperature[Celsius]"
 
@@ -19,7 +20,8 @@ struct IoRoutingScenarios {
         _ name: String, nodes: [IoNodeDefinition] = [], controllers: [(name: String, controller: any Controller)]
     ) async throws -> Container {
         try await Container.resolve(
-            configuration: Configuration(identity: Identity(name: name), ioNodes: nodes), controllers: controllers,
+            configuration: Configuration(identity: Identity(name: name), ioNodes: nodes, communication: CommunicationOptions(port: port)),
+            controllers: controllers,
             makeTransport: makeTransport)
     }
 
@@ -39,6 +41,7 @@ struct IoRoutingScenarios {
         try await actorAssociations.wait(count: 2)
         #expect(actorAssociations.elements == [false, true])
         try await poll { sources.isAssociated(source) }
+        try await brokerSync(container.communicationManager)
         let sent: [Double] = (0..<4).map { _ in Double(Int.random(in: -400...400)) / 10 }
         for value in sent { try sources.publish(.number(value), from: source) }
         try await values.wait(count: 4)
@@ -94,6 +97,7 @@ struct IoRoutingScenarios {
 
         // Normal state: only the normal actor gets the values, interleaved s1, s2, s1, ...
         try await poll { sources.isAssociated(s1) && sources.isAssociated(s2) && normalActors.isAssociated(a1) }
+        try await brokerSync(normalAgent.communicationManager)
         for index in 0..<6 {
             try sources.publish(.number(Double(index)), from: index % 2 == 0 ? s1 : s2)
         }
@@ -109,6 +113,7 @@ struct IoRoutingScenarios {
         #expect(complete.event.object["operatingState"] == "emergency")
         #expect(complete.event.object[IoRouter.versionProperty] == 1)
         try await poll { emergencyActors.isAssociated(a2) && sources.isAssociated(s1) && sources.isAssociated(s2) && !normalActors.isAssociated(a1) }
+        try await brokerSync(emergencyAgent.communicationManager)
         for index in 0..<6 {
             try sources.publish(.number(Double(10 + index)), from: index % 2 == 0 ? s1 : s2)
         }
@@ -143,21 +148,5 @@ struct IoRoutingScenarios {
         let resolves = Recorder(container.communicationManager.publishDiscover(.objectTypes([objectType]), timeout: .seconds(30)))
         guard let object = try await resolves.wait(count: 1).first?.event.object else { return nil }
         return try IoContext(object)
-    }
-}
-
-@Suite struct IoRoutingLogicTests {
-    let broker = InMemoryBroker()
-
-    var scenarios: IoRoutingScenarios {
-        IoRoutingScenarios(makeTransport: { [broker] in broker.makeTransport() })
-    }
-
-    @Test func basicRoutingWithinOneContainer() async throws {
-        try await scenarios.basicRoutingWithinOneContainer()
-    }
-
-    @Test func routingAcrossContainersDependsOnContext() async throws {
-        try await scenarios.routingAcrossContainersDependsOnContext()
     }
 }

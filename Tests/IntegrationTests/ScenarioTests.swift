@@ -1,0 +1,42 @@
+import CoatyCommunication
+import CoatyMQTT
+import CoatyTestSupport
+import MQTTTestSupport
+import Testing
+
+/// The scenarios over the in-memory broker: quick checks of the protocol logic.
+@Suite struct InMemoryScenarioTests {
+    let broker = InMemoryBroker()
+    var communication: CommunicationScenarios { CommunicationScenarios(makeTransport: { [broker] in broker.makeTransport() }) }
+    var ioRouting: IoRoutingScenarios { IoRoutingScenarios(makeTransport: { [broker] in broker.makeTransport() }) }
+
+    @Test func oneWayEvents() async throws { try await communication.oneWayEvents() }
+    @Test func requestResponseEvents() async throws { try await communication.requestResponseEvents() }
+    @Test func callReturnMatrix() async throws { try await communication.callReturnMatrix() }
+    @Test func crossNamespaceIsolation() async throws { try await communication.crossNamespaceIsolation() }
+    @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
+    @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
+    @Test func ioRoutingAcrossContainers() async throws { try await ioRouting.routingAcrossContainersDependsOnContext() }
+}
+
+/// The same scenarios between agents on separate connections to a real mosquitto, through libmosquitto.
+@Suite struct BrokerScenarioTests {
+    func withBroker(_ body: (CommunicationScenarios, IoRoutingScenarios) async throws -> Void) async throws {
+        let broker = try await TestBroker.started()
+        let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in
+            try MosquittoTransport()
+        }
+        try await body(
+            CommunicationScenarios(port: broker.port, makeTransport: makeTransport),
+            IoRoutingScenarios(port: broker.port, makeTransport: makeTransport))
+        try await broker.stop()
+    }
+
+    @Test func oneWayEvents() async throws { try await withBroker { c, _ in try await c.oneWayEvents() } }
+    @Test func requestResponseEvents() async throws { try await withBroker { c, _ in try await c.requestResponseEvents() } }
+    @Test func callReturnMatrix() async throws { try await withBroker { c, _ in try await c.callReturnMatrix() } }
+    @Test func crossNamespaceIsolation() async throws { try await withBroker { c, _ in try await c.crossNamespaceIsolation() } }
+    @Test func deferredPublications() async throws { try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() } }
+    @Test func basicIoRouting() async throws { try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() } }
+    @Test func ioRoutingAcrossContainers() async throws { try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() } }
+}
