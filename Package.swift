@@ -19,11 +19,16 @@ let package = Package(
         .target(name: "CoatyJSON"),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
+        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
+        // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
+        // the real driver code runs without hardware (tests, demo).
+        .target(name: "CEdgeEmulation", dependencies: ["CUMockDev"], linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
 
         // Communication.
         .target(name: "CoatyMQTT"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
+        .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation"]),
     ]
 )
