@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_CHIPS 16
+#define MAX_CHIPS 64
 #define MAX_LINES 256
 
 typedef struct {

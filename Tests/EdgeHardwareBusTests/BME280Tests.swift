@@ -40,7 +40,7 @@ import Testing
     }
 }
 
-@Suite(.emulatedHardware, .serialized) struct BME280Tests {
+@Suite(.emulatedHardware, .serialized, .timeLimit(.minutes(1))) struct BME280Tests {
     @Test(arguments: [(21.5, 45.0, 1013.25), (-40.0, 0.0, 300.0), (85.0, 100.0, 1100.0), (-12.34, 87.6, 954.3)])
     func readsWhatTheChipMeasures(temperature: Double, humidity: Double, pressure: Double) async throws {
         let (hardware, bus, path) = try Emulation.newBus()

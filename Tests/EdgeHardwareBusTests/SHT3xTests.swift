@@ -21,7 +21,7 @@ import Testing
     }
 }
 
-@Suite(.emulatedHardware, .serialized) struct SHT3xTests {
+@Suite(.emulatedHardware, .serialized, .timeLimit(.minutes(1))) struct SHT3xTests {
     @Test(arguments: [SHT3x.Repeatability.high, .medium, .low])
     func readsTemperatureAndHumidity(repeatability: SHT3x.Repeatability) async throws {
         let (hardware, bus, path) = try Emulation.newBus()

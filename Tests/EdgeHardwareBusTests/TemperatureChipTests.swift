@@ -51,7 +51,7 @@ import Testing
     }
 }
 
-@Suite(.emulatedHardware, .serialized) struct TemperatureChipTests {
+@Suite(.emulatedHardware, .serialized, .timeLimit(.minutes(1))) struct TemperatureChipTests {
     @Test(arguments: [-55.0, -0.25, 25.0, 127.9375])
     func tmp102NormalRange(celsius: Double) async throws {
         let (hardware, bus, path) = try Emulation.newBus()
