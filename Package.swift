@@ -24,6 +24,8 @@ let package = Package(
         // the real driver code runs without hardware (tests, demo).
         .target(name: "CEdgeEmulation", dependencies: ["CUMockDev"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
+        // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
+        .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
 
         // Communication.
         .target(name: "CoatyMQTT"),

@@ -25,7 +25,7 @@ struct emu_chip {
     coaty_emu_chip_model kind;
     const emu_chip_model *model;
     coaty_emu_fault fault;
-    uint64_t transfers;
+    uint64_t calls;
     double temperature;
     double humidity;
     double pressure;

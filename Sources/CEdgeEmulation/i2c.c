@@ -139,10 +139,10 @@ int coaty_emu_set_chip_fault(int bus, int address, coaty_emu_fault fault, char *
     return 0;
 }
 
-int coaty_emu_chip_transfer_count(int bus, int address, uint64_t *count, char *error, size_t error_size) {
+int coaty_emu_chip_bus_calls(int bus, int address, uint64_t *count, char *error, size_t error_size) {
     emu_chip *chip = locked_chip(bus, address, error, error_size);
     if (chip == NULL) return -1;
-    *count = chip->transfers;
+    *count = chip->calls;
     pthread_mutex_unlock(&coaty_emu_lock);
     return 0;
 }
@@ -155,7 +155,6 @@ static int transfer(int bus, int address, bool read, uint8_t *bytes, size_t coun
     if (chip == NULL) {
         result = -ENXIO;
     } else {
-        chip->transfers++;
         if (chip->fault == COATY_EMU_FAULT_NO_ACKNOWLEDGE) {
             result = -EREMOTEIO;
         } else if (chip->fault == COATY_EMU_FAULT_IO_ERROR) {
@@ -170,12 +169,20 @@ static int transfer(int bus, int address, bool read, uint8_t *bytes, size_t coun
     return result;
 }
 
+static void count_call(int bus, int address) {
+    pthread_mutex_lock(&coaty_emu_lock);
+    emu_chip *chip = find_chip(bus, address);
+    if (chip != NULL) chip->calls++;
+    pthread_mutex_unlock(&coaty_emu_lock);
+}
+
 // SMBus transactions as the kernel emulates them on a plain I2C adapter: a command write, then for reads a
 // repeated-start read.
 static int smbus(int bus, int address, struct i2c_smbus_ioctl_data *request, union i2c_smbus_data *data) {
     uint8_t buffer[I2C_SMBUS_BLOCK_MAX + 2];
     bool reading = request->read_write == I2C_SMBUS_READ;
     int result;
+    count_call(bus, address);
     if (request->size != I2C_SMBUS_QUICK && !(request->size == I2C_SMBUS_BYTE && !reading) && data == NULL) {
         return -EINVAL;
     }
@@ -274,6 +281,11 @@ static int rdwr(int bus, UMockdevIoctlData *arg) {
                 }
                 // The message struct now points at the local copy, which complete() writes back.
                 message = (struct i2c_msg *)messages_data->data + index;
+                bool counted = false;
+                for (uint32_t earlier = 0; earlier < index; earlier++) {
+                    counted = counted || ((struct i2c_msg *)messages_data->data)[earlier].addr == message->addr;
+                }
+                if (!counted) count_call(bus, message->addr);
                 result = transfer(bus, message->addr, (message->flags & I2C_M_RD) != 0,
                                   buffer != NULL ? buffer->data : NULL, message->len);
                 if (buffer != NULL) g_object_unref(buffer);

@@ -101,10 +101,10 @@ public struct EmulatedChip: Sendable, Hashable {
         _ = coaty_emu_set_chip_fault(Int32(bus), Int32(address), value, nil, 0)
     }
 
-    /// The transfers (SMBus calls and I2C_RDWR messages) addressed to the chip so far.
-    public var transferCount: UInt64 {
+    /// The bus calls (SMBus calls and I2C_RDWR transfers, one ioctl each) that addressed the chip so far.
+    public var busCallCount: UInt64 {
         var count: UInt64 = 0
-        _ = coaty_emu_chip_transfer_count(Int32(bus), Int32(address), &count, nil, 0)
+        _ = coaty_emu_chip_bus_calls(Int32(bus), Int32(address), &count, nil, 0)
         return count
     }
 

@@ -83,8 +83,10 @@ public final class BME280: Sensor {
         let pressureADC = Int32(data[0]) << 12 | Int32(data[1]) << 4 | Int32(data[2]) >> 4
         let temperatureADC = Int32(data[3]) << 12 | Int32(data[4]) << 4 | Int32(data[5]) >> 4
         let humidityADC = Int32(data[6]) << 8 | Int32(data[7])
-        guard temperatureADC != Self.skippedTemperatureOrPressure, pressureADC != Self.skippedTemperatureOrPressure,
-            humidityADC != Self.skippedHumidity
+        // Each reset value alone is also a possible measurement; all three together mean none took place
+        // (the chip was reset between the command and the read).
+        guard temperatureADC != Self.skippedTemperatureOrPressure || pressureADC != Self.skippedTemperatureOrPressure
+            || humidityADC != Self.skippedHumidity
         else {
             throw .invalidReading("\(label) returned its reset values instead of a measurement")
         }

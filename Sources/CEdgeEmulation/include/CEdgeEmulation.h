@@ -53,8 +53,8 @@ int coaty_emu_set_chip_value(int bus, int address, coaty_emu_quantity quantity, 
 
 int coaty_emu_set_chip_fault(int bus, int address, coaty_emu_fault fault, char *error, size_t error_size);
 
-/// Counts the transfers (SMBus calls and I2C_RDWR messages) the chip took part in.
-int coaty_emu_chip_transfer_count(int bus, int address, uint64_t *count, char *error, size_t error_size);
+/// Counts the bus calls (SMBus calls and I2C_RDWR transfers) that addressed the chip.
+int coaty_emu_chip_bus_calls(int bus, int address, uint64_t *count, char *error, size_t error_size);
 
 /// Adds /dev/gpiochip`number` with `lines` lines, all inputs at level low.
 int coaty_emu_add_gpio_chip(int number, int lines, const char *label, char *error, size_t error_size);
