@@ -77,6 +77,18 @@ import Testing
         #expect(try output.isActive() == true)
     }
 
+    @Test func failingOutputReportsTheError() throws {
+        let chip = try newChip()
+        let output = try GPIOOutput(chip: chip.path, line: 6)
+        try chip.failRequests(line: 6, errno: 5)
+        #expect(throws: GPIOError.io(errno: 5, "cannot set line 6 of \(chip.path): Input/output error")) {
+            try output.set(active: true)
+        }
+        try chip.failRequests(line: 6, errno: 0)
+        try output.set(active: true)
+        #expect(try chip.state(line: 6).level == true)
+    }
+
     @Test func releasedWhenTheOutputGoesAway() throws {
         let chip = try newChip()
         var output: GPIOOutput? = try GPIOOutput(chip: chip.path, line: 1)
