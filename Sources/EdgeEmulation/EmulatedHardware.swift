@@ -8,7 +8,9 @@ import CEdgeEmulation
 /// redirects every `/sys` path of the process into an empty tree of its own, and `/dev` and `/proc` paths that
 /// it has; everything else, sockets included, is untouched.
 ///
-/// Buses, chips and GPIO chips stay until the process ends; add each once.
+/// Buses, chips and GPIO chips stay until the process ends; add each once. The preload keeps track of at most
+/// 50 open device files per process and aborts the process beyond that; while the testbed exists every open
+/// `/dev` path counts, emulated or not.
 public struct EmulatedHardware: Sendable {
     /// Starts the emulation, or joins it if this process already started it.
     public init() throws(EmulationError) {

@@ -51,8 +51,8 @@ public final class GPIOInput: DigitalInput {
         try handle.value()
     }
 
-    /// Debounced changes of the logical state. One stream at a time: a second one while the first runs ends
-    /// at once with `GPIOError.lineUnavailable`. Ending the stream (or cancelling its consumer) stops the
+    /// Debounced changes of the logical state. One stream at a time: a second one while the first runs, or while
+    /// its thread is still stopping (within one wake-up), ends at once with `GPIOError.lineUnavailable`. Ending the stream (or cancelling its consumer) stops the
     /// watching thread; a failing line ends the stream with the error.
     public func changes() -> AsyncThrowingStream<Bool, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Bool.self)
