@@ -50,7 +50,13 @@ let package = Package(
         .target(name: "CoatyIORouting", dependencies: ["CoatyRuntime"]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON"]),
+        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
+        // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
+        // the real driver code runs without hardware (tests, demo).
+        .target(name: "CEdgeEmulation", dependencies: ["CUMockDev"], linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
+        // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
+        .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),
@@ -65,6 +71,7 @@ let package = Package(
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
+        .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation"]),
         // The protocol and IO routing scenarios between agents, over the in-memory broker and a real mosquitto.
         .testTarget(
             name: "IntegrationTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
