@@ -52,5 +52,7 @@ let package = Package(
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
+        // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
+        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime"]),
     ]
 )

@@ -6,6 +6,8 @@ set -euo pipefail
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly DEPLOY_DIR
 readonly NAME_PATTERN='^[A-Za-z0-9][A-Za-z0-9._-]*$'
+# Coaty's default namespace is "-".
+readonly NAMESPACE_PATTERN='^[A-Za-z0-9._-]+$'
 
 usage() {
     cat <<'EOF'
@@ -21,7 +23,8 @@ configuration.
 Options:
   --password-stdin  take the password from the first line of standard input
   --keep-password   if NAME has a password already, keep it and only bring its ACL block up to date
-  --root DIR        edit DIR/etc/mosquitto instead of /etc/mosquitto, and do not reload the broker
+  --root DIR        edit DIR/etc/mosquitto instead of /etc/mosquitto, and do not reload the broker; without
+                    root, the files then belong to the user running this
   --dry-run         print what would change and change nothing
   -h, --help        show this help
 
@@ -51,7 +54,8 @@ while (($# > 0)); do
         --password-stdin) password_stdin=1; shift ;;
         --keep-password) keep_password=1; shift ;;
         -h | --help) usage; exit 0 ;;
-        --all-namespaces) positional+=("$1"); shift ;;
+        --all-namespaces | -) positional+=("$1"); shift ;;
+        --) shift; positional+=("$@"); break ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) positional+=("$1"); shift ;;
     esac
@@ -69,7 +73,7 @@ case $command in
         if [[ $3 == --all-namespaces ]]; then
             topic="coaty/3/#"
         else
-            [[ $3 =~ $NAME_PATTERN ]] || die "namespace \"$3\" must be letters, digits, '.', '_' and '-'"
+            [[ $3 =~ $NAMESPACE_PATTERN ]] || die "namespace \"$3\" must be letters, digits, '.', '_' and '-'"
             topic="coaty/3/$3/#"
         fi
         ;;
@@ -82,7 +86,7 @@ esac
 readonly passwd_file="$root/etc/mosquitto/coaty-edge.passwd"
 readonly acl_file="$root/etc/mosquitto/coaty-edge.acl"
 
-if ((!dry_run)) && ((EUID != 0)); then
+if ((!dry_run)) && ((EUID != 0)) && [[ -z $root ]]; then
     die "must run as root (the broker's files belong to the mosquitto user); try: sudo $0 ..."
 fi
 command -v mosquitto_passwd >/dev/null || die "mosquitto_passwd not found (apt-get install mosquitto)"
@@ -113,9 +117,14 @@ put_broker_file() {
     if [[ -f $target ]] && cmp -s "$content" "$target"; then
         return 1
     fi
-    if ((!dry_run)); then
+    if ((dry_run)); then
+        return 0
+    elif ((EUID == 0)); then
         owner=$(mosquitto_owner)
         install -m 0600 -o "${owner%%:*}" -g "${owner##*:}" "$content" "$target"
+    else
+        # Only with --root: a broker started by this same user can read them.
+        install -m 0600 "$content" "$target"
     fi
 }
 

@@ -121,7 +121,7 @@ while (($# > 0)); do
     esac
 done
 [[ $root == / ]] && root=""
-if [[ -n $namespace && ! $namespace =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+if [[ -n $namespace && ! $namespace =~ ^[A-Za-z0-9._-]+$ ]]; then
     die "--namespace: \"$namespace\" must be letters, digits, '.', '_' and '-'"
 fi
 if [[ -n $binary ]]; then
