@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 
 /// A command the tests run: an executable found on `PATH` (with the sbin directories added, where mosquitto lives).
+/// It runs in a process group of its own, which a time limit kills whole.
 struct Command: Sendable, CustomStringConvertible {
     var arguments: [String]
     var environment: [String: String] = [:]
@@ -53,6 +54,8 @@ final class ChildProcess: Sendable {
     init(_ command: Command) throws {
         self.command = command
         let process = Process()
+        // Foundation starts the child as the leader of a process group of its own, so that a time limit can kill
+        // whatever it started along with it; env finds the command on PATH.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = command.arguments
         var environment = ProcessInfo.processInfo.environment
@@ -109,7 +112,7 @@ final class ChildProcess: Sendable {
                 try await self.errors.ended()
             }
         } catch {
-            kill(process.processIdentifier, SIGKILL)
+            kill(-process.processIdentifier, SIGKILL)
             throw error
         }
         let status =
@@ -125,7 +128,7 @@ final class ChildProcess: Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
     }
 }
 
