@@ -24,7 +24,7 @@ struct Command: Sendable, CustomStringConvertible {
 
     /// Runs the command to its end. It is killed if it is not done within `timeout`, which then throws.
     func run(timeout: Duration = .seconds(60)) async throws -> CommandResult {
-        let child = try ChildProcess(self)
+        let child = try await ChildProcess(self)
         return try await child.finished(within: timeout)
     }
 }
@@ -51,7 +51,7 @@ final class ChildProcess: Sendable {
     private let process: Process
     private let exit = OutputLog()
 
-    init(_ command: Command) throws {
+    init(_ command: Command) async throws {
         self.command = command
         let process = Process()
         // Foundation starts the child as the leader of a process group of its own, so that a time limit can kill
@@ -72,7 +72,7 @@ final class ChildProcess: Sendable {
         let exit = self.exit
         process.terminationHandler = { _ in exit.end() }
         self.process = process
-        try process.run()
+        try await Self.launchWithNoSignalsBlocked(process)
         Self.collect(outputPipe.fileHandleForReading, into: output)
         Self.collect(errorPipe.fileHandleForReading, into: errors)
         if let input = command.input { inputPipe.fileHandleForWriting.write(Data(input.utf8)) }
@@ -81,12 +81,38 @@ final class ChildProcess: Sendable {
 
     var processIdentifier: Int32 { process.processIdentifier }
 
-    /// Reads a pipe to its end on a thread of its own: the reads block, and the test's tasks must not.
+    /// A child inherits the signal mask of the thread that spawns it, and the threads that run Swift's tasks block
+    /// SIGHUP, SIGINT, SIGTERM and the user signals: a broker started from one never sees a reload or a stop. So
+    /// children are spawned from a thread of their own that blocks nothing.
+    private static func launchWithNoSignalsBlocked(_ process: Process) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread {
+                var nothing = sigset_t()
+                sigemptyset(&nothing)
+                pthread_sigmask(SIG_SETMASK, &nothing, nil)
+                do {
+                    try process.run()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    /// Reads a pipe to its end on a thread of its own: the reads block, and the test's tasks must not. Plain read(2),
+    /// which returns what is there; FileHandle's reads wait for a full buffer, which a line never fills.
     private static func collect(_ handle: FileHandle, into log: OutputLog) {
         let thread = Thread {
-            while let data = try? handle.read(upToCount: 65536), !data.isEmpty {
-                log.append(data)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(handle.fileDescriptor, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                log.append(buffer[0..<count])
             }
+            try? handle.close()
             log.end()
         }
         thread.start()
@@ -180,7 +206,7 @@ final class OutputLog: Sendable {
 
     var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
 
-    func append(_ data: Data) {
+    func append(_ data: ArraySlice<UInt8>) {
         let answered = state.withLock { state in
             state.bytes.append(contentsOf: data)
             while let newline = state.bytes[state.lineStart...].firstIndex(of: UInt8(ascii: "\n")) {
