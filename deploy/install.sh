@@ -46,7 +46,8 @@ Installs coaty-edge as the systemd service "coaty-edge" running as the unprivile
   broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; broker user "coaty-edge" for this
                     agent (password in /etc/coaty-edge/broker.password) and "coaty-operator" for all namespaces
                     (password in /etc/coaty-edge/operator.password, root only)
-  service           /etc/systemd/system/coaty-edge.service, enabled and (re)started
+  service           /etc/systemd/system/coaty-edge.service, enabled; (re)started when something changed, except
+                    right after the example configuration was installed: edit it first, then start the service
 
 Running it again keeps existing configurations, passwords and certificates and restarts only what changed.
 
@@ -512,18 +513,9 @@ if ((tls)); then
 else
     broker_url=mqtt://localhost:1883
 fi
-agent_config_created=0
-if ((agent_config_exists)); then
-    note "keeping: $AGENT_CONFIG"
-    if [[ -r $root$AGENT_CONFIG ]] && ((previewable)); then
-        configured_url=$(jq -r '.communication.brokerUrl // empty' "$root$AGENT_CONFIG")
-        if [[ $configured_url == mqtt*://localhost* && $configured_url != "$broker_url" ]]; then
-            warn "$AGENT_CONFIG connects to $configured_url, but the local broker listens on $broker_url"
-        fi
-    fi
-elif ((!previewable)); then
-    note "would write $AGENT_CONFIG from deploy/example-pi.json, logging in as $SERVICE_USER at $broker_url"
-else
+# The example with this machine's login filled in; an agent.json equal to it has not been edited yet.
+agent_config_is_example=0
+if ((previewable)) && [[ -n $agent_namespace ]]; then
     communication=$(jq -n --arg url "$broker_url" --arg namespace "$agent_namespace" --arg user "$SERVICE_USER" \
         --arg passwordFile "$AGENT_PASSWORD_FILE" \
         '{brokerUrl: $url, namespace: $namespace, username: $user, passwordFile: $passwordFile}')
@@ -533,8 +525,27 @@ else
     jq --argjson communication "$communication" \
         '.communication = ((.communication // {}) | del(.password, .tls)) + $communication' \
         "$DEPLOY_DIR/example-pi.json" >"$work/agent.json"
-    if install_file "$work/agent.json" "$AGENT_CONFIG" 0640 root "$SERVICE_USER"; then agent_config_created=1; fi
-    note "then edit it for your sensors and outputs (the example has a BME280, a DS18B20 and GPIO lines 17, 22, 27)"
+fi
+if ((agent_config_exists)); then
+    note "keeping: $AGENT_CONFIG"
+    if [[ -r $root$AGENT_CONFIG ]] && ((previewable)); then
+        configured_url=$(jq -r '.communication.brokerUrl // empty' "$root$AGENT_CONFIG")
+        if [[ $configured_url == mqtt*://localhost* && $configured_url != "$broker_url" ]]; then
+            warn "$AGENT_CONFIG connects to $configured_url, but the local broker listens on $broker_url"
+        fi
+        if [[ -f $work/agent.json ]] && cmp -s "$work/agent.json" "$root$AGENT_CONFIG"; then
+            agent_config_is_example=1
+        fi
+    fi
+elif ((!previewable)); then
+    note "would write $AGENT_CONFIG from deploy/example-pi.json, logging in as $SERVICE_USER at $broker_url"
+else
+    install_file "$work/agent.json" "$AGENT_CONFIG" 0640 root "$SERVICE_USER" || true
+    agent_config_is_example=1
+fi
+if ((agent_config_is_example)); then
+    note "edit it for this machine's sensors and outputs: the example has a BME280, a DS18B20, an input on GPIO 22"
+    note "and switches GPIO 17 and 27"
 fi
 install_dir "$RULES_DIR" 0750 root "$SERVICE_USER"
 shopt -s nullglob
@@ -570,8 +581,13 @@ else
     else
         note "mosquitto is running and unchanged"
     fi
-    if ((binary_changed || unit_changed || agent_config_created || agent_password_created)) ||
-        ! systemctl --quiet is-active coaty-edge.service; then
+    coaty_edge_active=0
+    systemctl --quiet is-active coaty-edge.service && coaty_edge_active=1
+    if ((agent_config_is_example && !coaty_edge_active)); then
+        # The example switches GPIO 17 and 27: on a machine wired differently that could drive anything.
+        note "not starting coaty-edge with the unedited example configuration;"
+        note "edit $AGENT_CONFIG first, then: sudo systemctl start coaty-edge"
+    elif ((binary_changed || unit_changed || agent_password_created || !coaty_edge_active)); then
         act "restart coaty-edge" systemctl restart coaty-edge.service
     else
         note "coaty-edge is running and unchanged"

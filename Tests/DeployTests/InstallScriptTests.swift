@@ -126,6 +126,7 @@ struct InstallScriptTests {
             ["--root", root.path, "--namespace", "orchard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
         #expect(first.succeeded, "\(first.output)\(first.errors)")
         #expect(try String(contentsOf: swift.binDirectory.appendingPathComponent("built-by"), encoding: .utf8) == "nobody\n")
+        #expect(first.output.contains("edit it for this machine's sensors and outputs"))
 
         // Users and groups, in the target's own database.
         let passwd = root.file("etc/passwd")
@@ -232,9 +233,11 @@ struct InstallScriptTests {
         let first = try await install(["--root", root.path], path: firstBuild.path)
         #expect(first.succeeded, "\(first.output)\(first.errors)")
 
-        let edited = try root.read("etc/coaty-edge/agent.json").replacingOccurrences(
-            of: "\"namespace\": \"greenhouse\"", with: "\"namespace\": \"orchard\"")
+        let edited = try root.read("etc/coaty-edge/agent.json")
+            .replacingOccurrences(of: "\"namespace\": \"greenhouse\"", with: "\"namespace\": \"orchard\"")
+            .replacingOccurrences(of: "\"name\": \"greenhouse-pi\"", with: "\"name\": \"orchard-pi\"")
         #expect(edited.contains("\"namespace\": \"orchard\""))
+        #expect(edited.contains("\"name\": \"orchard-pi\""))
         try Data(edited.utf8).write(to: root.file("etc/coaty-edge/agent.json"))
         let passwords = try (root.read("etc/coaty-edge/broker.password"), root.read("etc/coaty-edge/operator.password"))
         let brokerPasswords = try root.read("etc/mosquitto/coaty-edge.passwd")
@@ -243,6 +246,8 @@ struct InstallScriptTests {
         let second = try await install(["--root", root.path], path: rebuild.path)
         #expect(second.succeeded, "\(second.output)\(second.errors)")
         #expect(second.output.contains("update /usr/local/bin/coaty-edge (0755 root:root)"))
+        // An edited configuration is the user's: no more reminders to edit the example.
+        #expect(!second.output.contains("edit it for this machine's sensors and outputs"))
         let replacedBinary = try await Command(root.file("usr/local/bin/coaty-edge").path).run()
         #expect(replacedBinary.status == 1)
         #expect(try root.read("etc/coaty-edge/agent.json") == edited)
