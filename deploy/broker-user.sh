@@ -61,6 +61,7 @@ while (($# > 0)); do
     esac
 done
 set -- "${positional[@]}"
+[[ $root == / ]] && root=""
 
 (($# >= 2)) || { usage >&2; exit 2; }
 command=$1

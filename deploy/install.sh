@@ -46,8 +46,8 @@ Installs coaty-edge as the systemd service "coaty-edge" running as the unprivile
   broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; broker user "coaty-edge" for this
                     agent (password in /etc/coaty-edge/broker.password) and "coaty-operator" for all namespaces
                     (password in /etc/coaty-edge/operator.password, root only)
-  service           /etc/systemd/system/coaty-edge.service, enabled; (re)started when something changed, except
-                    right after the example configuration was installed: edit it first, then start the service
+  service           /etc/systemd/system/coaty-edge.service, enabled; (re)started when something changed, but not
+                    while agent.json is still the unedited example (it switches GPIO 17 and 27): edit it first
 
 Running it again keeps existing configurations, passwords and certificates and restarts only what changed.
 
