@@ -7,17 +7,15 @@ struct Command: Sendable, CustomStringConvertible {
     var arguments: [String]
     var environment: [String: String] = [:]
     var directory: URL?
-    var input: String?
 
-    init(_ arguments: String..., environment: [String: String] = [:], directory: URL? = nil, input: String? = nil) {
-        self.init(arguments, environment: environment, directory: directory, input: input)
+    init(_ arguments: String..., environment: [String: String] = [:], directory: URL? = nil) {
+        self.init(arguments, environment: environment, directory: directory)
     }
 
-    init(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, input: String? = nil) {
+    init(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) {
         self.arguments = arguments
         self.environment = environment
         self.directory = directory
-        self.input = input
     }
 
     var description: String { arguments.joined(separator: " ") }
@@ -49,7 +47,8 @@ final class ChildProcess: Sendable {
     let output = OutputLog()
     let errors = OutputLog()
     private let process: Process
-    private let exit = OutputLog()
+    /// Holds nothing; it ends when the process has exited.
+    private let exited = OutputLog()
 
     init(_ command: Command) async throws {
         self.command = command
@@ -65,18 +64,15 @@ final class ChildProcess: Sendable {
         if let directory = command.directory { process.currentDirectoryURL = directory }
         let outputPipe = Pipe()
         let errorPipe = Pipe()
-        let inputPipe = Pipe()
         process.standardOutput = outputPipe
         process.standardError = errorPipe
-        process.standardInput = inputPipe
-        let exit = self.exit
-        process.terminationHandler = { _ in exit.end() }
+        process.standardInput = FileHandle.nullDevice
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.end() }
         self.process = process
         try await Self.launchWithNoSignalsBlocked(process)
         Self.collect(outputPipe.fileHandleForReading, into: output)
         Self.collect(errorPipe.fileHandleForReading, into: errors)
-        if let input = command.input { inputPipe.fileHandleForWriting.write(Data(input.utf8)) }
-        try inputPipe.fileHandleForWriting.close()
     }
 
     var processIdentifier: Int32 { process.processIdentifier }
@@ -133,7 +129,7 @@ final class ChildProcess: Sendable {
     func finished(within limit: Duration = .seconds(60)) async throws -> CommandResult {
         do {
             try await withTimeLimit(limit, "\(command) to finish") {
-                try await self.exit.ended()
+                try await self.exited.ended()
                 try await self.output.ended()
                 try await self.errors.ended()
             }
