@@ -72,6 +72,8 @@ let package = Package(
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+        // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
+        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime"]),
         // The protocol and IO routing scenarios between agents, over the in-memory broker and a real mosquitto.
         .testTarget(
             name: "IntegrationTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),

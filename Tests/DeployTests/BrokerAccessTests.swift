@@ -1,0 +1,236 @@
+import Foundation
+import Testing
+
+/// A real mosquitto running one of the shipped broker configurations, changed in two ways only: it listens on a free
+/// port of 127.0.0.1, and its files are under a target root instead of /.
+private struct Broker {
+    let root: ScratchDirectory
+    let port: Int
+    let process: ChildProcess
+
+    /// `configuration` is relative to the root; `shippedPort` is the port its listener line names.
+    init(root: ScratchDirectory, configuration: String, shippedPort: Int) async throws {
+        self.root = root
+        port = try freePort()
+        var text = try root.read(configuration)
+        let listener = "\nlistener \(shippedPort)\n"
+        try #require(text.contains(listener))
+        text = text.replacingOccurrences(of: listener, with: "\nlistener \(port) 127.0.0.1\n")
+        text = text.replacingOccurrences(of: " /etc/mosquitto/", with: " \(root.path)/etc/mosquitto/")
+        let settings = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        try #require(!settings.contains { $0.contains(" /etc/") })
+        let file = try root.write(text, to: "broker-under-test.conf")
+        process = try await ChildProcess(Command("mosquitto", "-c", file.path))
+        try await process.line(containing: "running", onErrors: true)
+    }
+
+    struct Login {
+        var user: String
+        var password: String
+    }
+
+    func clientArguments(_ login: Login?, host: String = "127.0.0.1", tls: [String] = []) -> [String] {
+        ["-h", host, "-p", "\(port)"] + (login.map { ["-u", $0.user, "-P", $0.password] } ?? []) + tls
+    }
+
+    /// Publishes at QoS 1: mosquitto_pub returns only after the broker acknowledged, that is, after the broker dealt
+    /// with the message (delivered it, or dropped it for the ACL).
+    func publish(_ topic: String, _ message: String, as login: Login?, host: String = "127.0.0.1", tls: [String] = [])
+        async throws -> CommandResult
+    {
+        try await Command(
+            ["mosquitto_pub"] + clientArguments(login, host: host, tls: tls) + ["-q", "1", "-t", topic, "-m", message]
+        ).run(timeout: .seconds(20))
+    }
+
+    /// Subscribes and returns once the broker acknowledged the subscription; the subscriber ends by itself after
+    /// `count` messages. QoS 1 throughout keeps the messages in the order the broker took them.
+    func subscribe(_ topics: [String], as login: Login?, count: Int, host: String = "127.0.0.1", tls: [String] = [])
+        async throws -> ChildProcess
+    {
+        let subscriber = try await ChildProcess(
+            Command(
+                ["stdbuf", "-oL", "mosquitto_sub", "-d", "-v", "-q", "1", "-C", "\(count)"]
+                    + clientArguments(login, host: host, tls: tls) + topics.flatMap { ["-t", $0] }))
+        try await subscriber.line(containing: "Subscribed (mid")
+        return subscriber
+    }
+
+    /// The messages ("topic payload") a subscriber received, once it has its count.
+    static func received(by subscriber: ChildProcess) async throws -> [String] {
+        let result = try await subscriber.finished(within: .seconds(20))
+        #expect(result.succeeded, "\(result.errors)")
+        return result.outputLines.filter { $0.hasPrefix("coaty/") }
+    }
+}
+
+/// The ACL and logins of the plain broker configuration, with the broker users made by broker-user.sh: agents of the
+/// namespaces A and B, and the operator.
+@Suite(
+    "Broker access", .enabled(if: Deploy.has("mosquitto", "mosquitto_pub", "mosquitto_sub", "mosquitto_passwd", "stdbuf")),
+    .timeLimit(.minutes(1)))
+struct BrokerAccessTests {
+    private let root: ScratchDirectory
+    private let agentA: Broker.Login
+    private let agentB: Broker.Login
+    private let operatorLogin: Broker.Login
+
+    init() async throws {
+        let root = try makeTargetRoot()
+        try FileManager.default.createDirectory(at: root.file("etc/mosquitto/conf.d"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: Deploy.path("mosquitto/coaty-edge.conf"), toPath: root.file("etc/mosquitto/conf.d/coaty-edge.conf").path)
+        self.root = root
+        agentA = try await Self.addUser("agent-a", "A", in: root)
+        agentB = try await Self.addUser("agent-b", "B", in: root)
+        operatorLogin = try await Self.addUser("coaty-operator", "--all-namespaces", in: root)
+    }
+
+    private static func addUser(_ name: String, _ namespace: String, in root: ScratchDirectory) async throws -> Broker.Login {
+        let result = try await Command(Deploy.path("broker-user.sh"), "--root", root.path, "add", name, namespace).run()
+        try #require(result.succeeded, "\(result.errors)")
+        return Broker.Login(user: name, password: result.output.trimmingCharacters(in: .newlines))
+    }
+
+    private func startBroker() async throws -> Broker {
+        try await Broker(root: root, configuration: "etc/mosquitto/conf.d/coaty-edge.conf", shippedPort: 1883)
+    }
+
+    @Test("an agent publishes and subscribes in its own namespace, with Coaty's wildcard subscriptions")
+    func ownNamespace() async throws {
+        let broker = try await startBroker()
+        let subscriber = try await broker.subscribe(
+            ["coaty/3/A/ADV:Identity/+", "coaty/3/A/IOV/+"], as: agentA, count: 2)
+        #expect(try await broker.publish("coaty/3/A/ADV:Identity/agent-a", #"{"object":{}}"#, as: agentA).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
+        #expect(
+            try await Broker.received(by: subscriber) == [
+                #"coaty/3/A/ADV:Identity/agent-a {"object":{}}"#, "coaty/3/A/IOV/source-1 21.5",
+            ])
+    }
+
+    /// The broker acknowledges the intruding publication and drops it: the subscribers of namespace B, and the operator
+    /// who sees every namespace, receive only what B published after it.
+    @Test("an agent cannot publish into another namespace")
+    func noPublishingIntoAnotherNamespace() async throws {
+        let broker = try await startBroker()
+        let inB = try await broker.subscribe(["coaty/3/B/#"], as: agentB, count: 1)
+        let everywhere = try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1)
+        let intrusion = try await broker.publish("coaty/3/B/IOV/source-1", "from A", as: agentA)
+        #expect(intrusion.succeeded)
+        #expect(try await broker.publish("coaty/3/B/IOV/source-2", "from B", as: agentB).succeeded)
+        #expect(try await Broker.received(by: inB) == ["coaty/3/B/IOV/source-2 from B"])
+        #expect(try await Broker.received(by: everywhere) == ["coaty/3/B/IOV/source-2 from B"])
+    }
+
+    /// mosquitto accepts a subscription to topics the user may not read, but delivers nothing on it: what B published
+    /// never reaches A, whose first message is the one from its own namespace published after.
+    @Test("an agent cannot subscribe to another namespace, not even with wildcards")
+    func noSubscribingToAnotherNamespace() async throws {
+        let broker = try await startBroker()
+        let subscriber = try await broker.subscribe(
+            ["coaty/3/B/#", "coaty/3/+/IOV/+", "#"], as: agentA, count: 1)
+        #expect(try await broker.publish("coaty/3/B/IOV/source-2", "from B", as: agentB).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "from A", as: agentA).succeeded)
+        #expect(try await Broker.received(by: subscriber) == ["coaty/3/A/IOV/source-1 from A"])
+    }
+
+    @Test("a wrong password, an unknown user and an anonymous client are refused")
+    func loginIsRequired() async throws {
+        let broker = try await startBroker()
+        for login in [
+            Broker.Login(user: agentA.user, password: agentB.password), Broker.Login(user: "nobody", password: "x"),
+            nil,
+        ] {
+            let result = try await broker.publish("coaty/3/A/IOV/source-1", "x", as: login)
+            #expect(!result.succeeded)
+            #expect(result.errors.contains("not authorised"), "\(login?.user ?? "anonymous"): \(result.errors)")
+        }
+    }
+
+    /// Coaty registers the agent's Deadvertise as its MQTT last will. When a connection breaks, the broker sends the
+    /// will only if its topic is in the user's namespace: a will aimed at another namespace is dropped.
+    @Test("a last will reaches the agent's namespace and no other")
+    func lastWill() async throws {
+        let broker = try await startBroker()
+        let everywhere = try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1)
+        for (clientID, willTopic) in [("agent-a-intruder", "coaty/3/B/DAD/agent-a"), ("agent-a", "coaty/3/A/DAD/agent-a")] {
+            let client = try await ChildProcess(
+                Command(
+                    ["stdbuf", "-oL", "mosquitto_sub", "-d", "-i", clientID, "-t", "coaty/3/A/ASC:Greenhouse/+"]
+                        + broker.clientArguments(agentA)
+                        + ["--will-topic", willTopic, "--will-qos", "1", "--will-payload", #"{"objectIds":["agent-a"]}"#]))
+            try await client.line(containing: "received CONNACK (0)")
+            try await client.stop(with: SIGKILL)
+            try await broker.process.line(containing: "Client \(clientID) closed its connection", onErrors: true)
+        }
+        #expect(try await Broker.received(by: everywhere) == [#"coaty/3/A/DAD/agent-a {"objectIds":["agent-a"]}"#])
+    }
+
+    @Test("a user removed with broker-user.sh is refused after the broker reloads")
+    func removedUser() async throws {
+        let broker = try await startBroker()
+        #expect(try await broker.publish("coaty/3/B/IOV/source-2", "before", as: agentB).succeeded)
+        let removal = try await Command(Deploy.path("broker-user.sh"), "--root", root.path, "remove", agentB.user).run()
+        #expect(removal.succeeded, "\(removal.errors)")
+        #expect(!(try root.read("etc/mosquitto/coaty-edge.acl")).contains("agent-b"))
+        kill(broker.process.processIdentifier, SIGHUP)
+        try await broker.process.line(containing: "Reloading config", onErrors: true)
+        let afterwards = try await broker.publish("coaty/3/B/IOV/source-2", "after", as: agentB)
+        #expect(afterwards.errors.contains("not authorised"), "\(afterwards.errors)")
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "still here", as: agentA).succeeded)
+    }
+}
+
+/// The TLS variant exactly as `install.sh --tls` sets it up (local CA, broker certificate, the agent's login), so it
+/// runs as root; the foreign CA is made here with openssl.
+@Suite(
+    "TLS broker",
+    .enabled(if: Deploy.isRoot && Deploy.has("mosquitto", "mosquitto_pub", "mosquitto_sub", "stdbuf", "openssl", "jq")),
+    .timeLimit(.minutes(1)))
+struct TLSBrokerTests {
+    @Test("the TLS listener admits the agent that trusts the local CA and refuses plain MQTT and other CAs")
+    func tlsListener() async throws {
+        let root = try makeTargetRoot()
+        let program = try ScratchDirectory("coaty-binary")
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: program.file("coaty-edge").path)
+        let install = try await Command(
+            Deploy.path("install.sh"), "--root", root.path, "--tls", "--binary", program.file("coaty-edge").path
+        ).run(timeout: .seconds(90))
+        try #require(install.succeeded, "\(install.output)\(install.errors)")
+        #expect(!FileManager.default.fileExists(atPath: root.file("etc/mosquitto/conf.d/coaty-edge.conf").path))
+        let agentConfig = try root.read("etc/coaty-edge/agent.json")
+        #expect(agentConfig.contains(#""brokerUrl": "mqtts://localhost:8883""#))
+        #expect(agentConfig.contains(#""caFile": "/etc/coaty-edge/tls/ca.crt""#))
+
+        let broker = try await Broker(
+            root: root, configuration: "etc/mosquitto/conf.d/coaty-edge-tls.conf", shippedPort: 8883)
+        let agent = Broker.Login(
+            user: "coaty-edge", password: try root.read("etc/coaty-edge/broker.password").trimmingCharacters(in: .newlines))
+        let trusted = ["--cafile", root.file("etc/coaty-edge/tls/ca.crt").path]
+
+        // The agent's URL names localhost, which the broker's certificate must carry.
+        let subscriber = try await broker.subscribe(
+            ["coaty/3/greenhouse/IOV/+"], as: agent, count: 1, host: "localhost", tls: trusted)
+        #expect(try await broker.publish("coaty/3/greenhouse/IOV/soc", "48.2", as: agent, host: "localhost", tls: trusted).succeeded)
+        #expect(try await Broker.received(by: subscriber) == ["coaty/3/greenhouse/IOV/soc 48.2"])
+
+        // Plain MQTT on the TLS port: the broker reads it as a broken TLS handshake.
+        let plain = try await broker.publish("coaty/3/greenhouse/IOV/soc", "x", as: agent, host: "localhost")
+        #expect(!plain.succeeded)
+        try await broker.process.line(containing: "wrong version number", onErrors: true)
+
+        let foreign = try ScratchDirectory("coaty-foreign-ca")
+        let madeCA = try await Command(
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+            "-subj", "/CN=foreign CA", "-keyout", foreign.file("ca.key").path, "-out", foreign.file("ca.crt").path
+        ).run()
+        try #require(madeCA.succeeded, "\(madeCA.errors)")
+        let untrusted = try await broker.publish(
+            "coaty/3/greenhouse/IOV/soc", "x", as: agent, host: "localhost",
+            tls: ["--cafile", foreign.file("ca.crt").path])
+        #expect(!untrusted.succeeded)
+        // The client refused the broker's certificate and told the broker so.
+        try await broker.process.line(containing: "alert unknown ca", onErrors: true)
+    }
+}
