@@ -9,12 +9,14 @@ import PackageDescription
 //   rules                   JsonLogic, RoutingRules
 //   IO routing              CoatyIORouting (source/actor controllers, backpressure, routers)
 //   hardware                EdgeHardware (buses, drivers, sensors, GPIO), EdgeEmulation (emulated chips)
+//   agent                   CoatyEdgeAgent (an agent from its configuration file)
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries; nothing else touches C.
@@ -33,7 +35,10 @@ let package = Package(
         .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
         .target(
             name: "CoatyCommunication",
-            dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
 
         // Runtime: container, controllers, configuration.
         .target(
@@ -47,7 +52,9 @@ let package = Package(
         .target(name: "RoutingRules", dependencies: ["CoatyJSON", "JsonLogic"]),
 
         // IO routing: source and actor controllers, backpressure, routers and rules.
-        .target(name: "CoatyIORouting", dependencies: ["CoatyRuntime"]),
+        .target(
+            name: "CoatyIORouting",
+            dependencies: ["CoatyRuntime", "RoutingRules", .product(name: "CoreMetrics", package: "swift-metrics")]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
@@ -57,6 +64,13 @@ let package = Package(
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
         // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+
+        // The agent as its configuration file describes it: controllers, routers with rule files, devices.
+        .target(
+            name: "CoatyEdgeAgent",
+            dependencies: [
+                "CoatyIORouting", "EdgeHardware", "EdgeEmulation", .product(name: "Metrics", package: "swift-metrics"),
+            ]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),

@@ -1,6 +1,7 @@
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -22,6 +23,8 @@ public final class CommunicationManager: Sendable {
     private let state: Mutex<State>
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
+    private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
+    private let rejectedCounter = Counter(label: "coaty_edge_messages_rejected_total")
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -239,6 +242,7 @@ public final class CommunicationManager: Sendable {
             }
             if wasOnline {
                 state.withLock { $0.statistics.reconnects += 1 }
+                reconnectCounter.increment()
                 logger.warning("connection to the broker lost: \(reason)")
             }
             communicationStateBroadcast.send(.offline)
@@ -419,6 +423,7 @@ public final class CommunicationManager: Sendable {
             break  // a route this agent no longer listens to
         case .failure(let rejection):
             state.withLock { $0.statistics.messagesRejected += 1 }
+            rejectedCounter.increment()
             logger.warning("dropped a malformed message: \(rejection)")
         }
     }
@@ -508,6 +513,7 @@ public final class CommunicationManager: Sendable {
                     json = try JSONValue(parsing: message.payload)
                 } catch {
                     state.withLock { $0.statistics.messagesRejected += 1 }
+                    rejectedCounter.increment()
                     logger.warning("dropped an IO value on \(message.topic) that is not JSON: \(error)")
                     return true
                 }

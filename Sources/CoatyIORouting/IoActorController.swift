@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyModel
 import CoatyRuntime
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -69,6 +70,14 @@ public final class IoActorController: Controller {
         let state = CurrentValueBroadcast(IoActorState.waiting)
         var nextId = 0
         var valueWatchers: [Int: AsyncStream<IoValue>.Continuation] = [:]
+        let receivedCounter: Counter
+        let rejectedCounter: Counter
+
+        init(actor: IoActor) {
+            self.actor = actor
+            receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
+            rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
+        }
     }
 
     private let valueTypes: IoValueTypes
@@ -113,11 +122,13 @@ public final class IoActorController: Controller {
             defer { state.actors[actor.objectId] = entry }
             if let problem {
                 entry.rejected += 1
+                entry.rejectedCounter.increment()
                 entry.state.send(.failed(problem))
                 state.logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
                 return []
             }
             entry.received += 1
+            entry.receivedCounter.increment()
             entry.latest = value
             entry.state.send(.receiving)
             return Array(entry.valueWatchers.values)

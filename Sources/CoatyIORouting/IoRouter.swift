@@ -8,7 +8,9 @@ import Synchronization
 /// One association a router made.
 public struct IoAssociation: Sendable, Hashable {
     public var sourceId: String
+    public var sourceName: String
     public var actorId: String
+    public var actorName: String
     public var route: String
     /// Milliseconds, the most any matched pair of the source asks for; nil when none asks.
     public var updateRate: Double?
@@ -24,12 +26,15 @@ public struct IoAssociation: Sendable, Hashable {
 public final class IoRouter: Controller {
     /// The context member that counts accepted changes.
     public static let versionProperty = "contextVersion"
+    /// The operation a running router answers with its context and associations (for `coaty-edge rules show`).
+    public static let associationsOperation = "coaty-edge.router.associations"
 
     enum Trigger: Sendable {
         case managed(IoNode)
         case deadvertised([String])
         case update(UpdateRequest)
         case discover(DiscoverRequest)
+        case associationsCall(CallRequest)
         case rules(any IoRoutingRules)
         case census(before: Set<String>, answered: Set<String>)
         case stop(CheckedContinuation<Void, Never>)
@@ -84,6 +89,7 @@ public final class IoRouter: Controller {
             let deadvertises = manager.observeDeadvertise()
             let updates = manager.observeUpdate(coreType: .ioContext)
             let discovers = manager.observeDiscover()
+            let associationCalls = try? manager.observeCall(operation: IoRouter.associationsOperation)
             group.addTask {
                 for await advertise in nodeAdvertises {
                     guard let node = try? IoNode(advertise.event.object), node.contextName == contextName else { continue }
@@ -98,6 +104,11 @@ public final class IoRouter: Controller {
             }
             group.addTask {
                 for await discover in discovers { input.yield(.discover(discover)) }
+            }
+            if let associationCalls {
+                group.addTask {
+                    for await call in associationCalls { input.yield(.associationsCall(call)) }
+                }
             }
             group.addTask {
                 for await state in manager.communicationStates() where state == .online {
@@ -176,6 +187,20 @@ public final class IoRouter: Controller {
                 await handleUpdate(request)
             case .discover(let request):
                 await answer(request)
+            case .associationsCall(let request):
+                let context = router.context
+                let list: [JSONValue] = associations.map { association in
+                    var entry: JSONObject = [
+                        "sourceId": .string(association.sourceId), "sourceName": .string(association.sourceName),
+                        "actorId": .string(association.actorId), "actorName": .string(association.actorName),
+                        "route": .string(association.route), "rule": .string(association.rule),
+                    ]
+                    entry.set("updateRate", ifPresent: association.updateRate.map(JSONValue.number))
+                    return .object(entry)
+                }
+                try? await request.respond(ReturnEvent(.result([
+                    "context": context.jsonValue, "router": .string(manager.identity.name), "associations": .array(list),
+                ])))
             case .rules:
                 await evaluate()
             case .stop(let continuation):
@@ -257,7 +282,8 @@ public final class IoRouter: Controller {
         mutating func evaluate() async {
             let context = router.context
             let rules = router.rules
-            var matched: [(sourceId: String, actorId: String, source: IoSource, rate: Double?, rule: String)] = []
+            var matched: [(source: IoSource, actor: IoActor, rate: Double?, rule: String)] = []
+            var problems: Set<String> = []
             var seen = Set<[String]>()
             for sourceNode in nodes {
                 for source in sourceNode.ioSources {
@@ -266,20 +292,26 @@ public final class IoRouter: Controller {
                             guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
                             let candidate = IoRoutingCandidate(
                                 source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context)
-                            guard let rule = rules.match(candidate) else { continue }
-                            matched.append((source.objectId, actor.objectId, source, maximum(source.updateRate, actor.updateRate), rule))
+                            let result = rules.match(candidate)
+                            problems.formUnion(result.problems)
+                            guard let rule = result.rule else { continue }
+                            matched.append((source, actor, maximum(source.updateRate, actor.updateRate), rule))
                         }
                     }
                 }
             }
+            for problem in problems.sorted() {
+                logger.warning("routing rule failed, counted as false: \(problem)")
+            }
             var cumulatedRates: [String: Double?] = [:]
             for pair in matched {
-                cumulatedRates[pair.sourceId] = maximum(cumulatedRates[pair.sourceId] ?? nil, pair.rate)
+                cumulatedRates[pair.source.objectId] = maximum(cumulatedRates[pair.source.objectId] ?? nil, pair.rate)
             }
 
-            var resolved: [[String]: (source: IoSource, rate: Double?, rule: String)] = [:]
+            var resolved: [[String]: (source: IoSource, actor: IoActor, rate: Double?, rule: String)] = [:]
             for pair in matched {
-                resolved[[pair.sourceId, pair.actorId]] = (pair.source, cumulatedRates[pair.sourceId] ?? nil, pair.rule)
+                resolved[[pair.source.objectId, pair.actor.objectId]] =
+                    (pair.source, pair.actor, cumulatedRates[pair.source.objectId] ?? nil, pair.rule)
             }
             var kept: [IoAssociation] = []
             for association in associations {
@@ -297,10 +329,10 @@ public final class IoRouter: Controller {
                 kept.append(updated)
             }
             for pair in matched {
-                guard let target = resolved.removeValue(forKey: [pair.sourceId, pair.actorId]) else { continue }
+                guard let target = resolved.removeValue(forKey: [pair.source.objectId, pair.actor.objectId]) else { continue }
                 let association = IoAssociation(
-                    sourceId: pair.sourceId, actorId: pair.actorId, route: route(for: target.source),
-                    updateRate: target.rate, rule: target.rule)
+                    sourceId: pair.source.objectId, sourceName: pair.source.name, actorId: pair.actor.objectId,
+                    actorName: pair.actor.name, route: route(for: target.source), updateRate: target.rate, rule: target.rule)
                 await publish(association, route: association.route)
                 kept.append(association)
             }
@@ -323,9 +355,9 @@ public final class IoRouter: Controller {
             do {
                 try await manager.publishAssociate(event)
                 if route == nil {
-                    logger.info("disassociated \(association.sourceId) from \(association.actorId)")
+                    logger.info("disassociated \(association.sourceName) from \(association.actorName)")
                 } else {
-                    logger.info("associated \(association.sourceId) with \(association.actorId) by rule \(association.rule)")
+                    logger.info("associated \(association.sourceName) with \(association.actorName) by rule \(association.rule)")
                 }
             } catch {
                 logger.error("cannot publish Associate: \(error)")

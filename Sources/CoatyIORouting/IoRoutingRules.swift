@@ -1,5 +1,6 @@
 import CoatyJSON
 import CoatyModel
+import RoutingRules
 
 /// A pair a router may associate, with everything a rule may look at.
 public struct IoRoutingCandidate: Sendable {
@@ -20,8 +21,19 @@ public struct IoRoutingCandidate: Sendable {
 
 /// Decides which compatible pairs a router associates.
 public protocol IoRoutingRules: Sendable {
-    /// The name of the rule that associates the pair, or nil to leave it unassociated.
-    func match(_ candidate: IoRoutingCandidate) -> String?
+    /// The rule that associates the pair (nil leaves it unassociated), and the conditions that failed to
+    /// evaluate on the way, for the router to log.
+    func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch
+}
+
+public struct IoRuleMatch: Sendable, Equatable {
+    public var rule: String?
+    public var problems: [String]
+
+    public init(rule: String?, problems: [String] = []) {
+        self.rule = rule
+        self.problems = problems
+    }
 }
 
 /// A routing rule written in Swift.
@@ -52,8 +64,18 @@ public struct IoAssociationRules: IoRoutingRules {
     /// Every compatible pair, as Coaty's BasicIoRouter does.
     public static let all = IoAssociationRules([IoAssociationRule(name: "all", valueType: nil) { _ in true }])
 
-    public func match(_ candidate: IoRoutingCandidate) -> String? {
+    public func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch {
         let rules = byValueType[candidate.source.valueType] ?? global
-        return rules.first { $0.condition(candidate) }?.name
+        return IoRuleMatch(rule: rules.first { $0.condition(candidate) }?.name)
+    }
+}
+
+/// Rules read from JSON files, with JsonLogic conditions.
+extension RoutingRuleSet: IoRoutingRules {
+    public func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch {
+        let result = match(
+            source: candidate.source.jsonValue, sourceNode: candidate.sourceNode.jsonValue, actor: candidate.actor.jsonValue,
+            actorNode: candidate.actorNode.jsonValue, context: candidate.context.jsonValue)
+        return IoRuleMatch(rule: result.rule?.name, problems: result.failures.map(\.description))
     }
 }

@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyModel
 import CoatyRuntime
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -16,6 +17,26 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         let association = CurrentValueBroadcast(false)
         let updateRate = CurrentValueBroadcast<Double?>(nil)
         var dropped = 0
+        let counters: SourceCounters
+
+        init(source: IoSource) {
+            self.source = source
+            counters = SourceCounters(sourceId: source.objectId)
+        }
+    }
+
+    /// Values accepted for publishing, values that went out on the route (after the strategy), and values
+    /// dropped because the source was not associated.
+    struct SourceCounters: Sendable {
+        let published: Counter
+        let routed: Counter
+        let dropped: Counter
+
+        init(sourceId: String) {
+            published = Counter(label: "coaty_edge_values_published_total", dimensions: [("source", sourceId)])
+            routed = Counter(label: "coaty_edge_values_routed_total", dimensions: [("source", sourceId)])
+            dropped = Counter(label: "coaty_edge_values_dropped_total", dimensions: [("source", sourceId)])
+        }
     }
 
     private struct State {
@@ -88,7 +109,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     @discardableResult
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
         let now = clock.now
-        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, Bool)? in
+        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, SourceCounters)? in
             guard var source = state.sources[sourceId] else { throw .unknownIoPoint(sourceId) }
             switch value {
             case .raw: guard source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
@@ -99,17 +120,18 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             switch source.pipeline.push(value, at: now) {
             case .dropped:
                 source.dropped += 1
+                source.counters.dropped.increment()
                 return nil
             case .publishNow(let value):
-                return (source.source, manager, value, false)
+                return (source.source, manager, value, source.counters)
             case .scheduled:
-                let needsTimer = source.timer == nil
-                if needsTimer { source.timer = makeTimer(for: sourceId, generation: source.timerGeneration) }
-                return (source.source, manager, nil, true)
+                if source.timer == nil { source.timer = makeTimer(for: sourceId, generation: source.timerGeneration) }
+                return (source.source, manager, nil, source.counters)
             }
         }
-        guard let (source, manager, immediate, _) = outcome else { return false }
-        if let immediate { try manager.publishIoValue(immediate, of: source) }
+        guard let (source, manager, immediate, counters) = outcome else { return false }
+        counters.published.increment()
+        if let immediate, try manager.publishIoValue(immediate, of: source) { counters.routed.increment() }
         return true
     }
 
@@ -131,16 +153,16 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 } catch {
                     return
                 }
-                let due = state.withLock { state -> (IoValue, IoSource, CommunicationManager)? in
+                let due = state.withLock { state -> (IoValue, IoSource, CommunicationManager, SourceCounters)? in
                     guard var source = state.sources[sourceId], source.timerGeneration == generation,
                         let manager = state.manager, let value = source.pipeline.advance(to: clock.now)
                     else { return nil }
                     defer { state.sources[sourceId] = source }
-                    return (value, source.source, manager)
+                    return (value, source.source, manager, source.counters)
                 }
-                if let (value, source, manager) = due {
+                if let (value, source, manager, counters) = due {
                     do {
-                        try manager.publishIoValue(value, of: source)
+                        if try manager.publishIoValue(value, of: source) { counters.routed.increment() }
                     } catch {
                         state.withLock { $0.logger }.error("cannot publish a value of \(source.name): \(error)")
                     }

@@ -1,0 +1,42 @@
+import CoatyCommunication
+import CoatyIORouting
+import CoatyMQTT
+import CoatyRuntime
+import Logging
+
+/// A coaty-edge agent as its configuration describes it: its IO sources and actors, its routers with their
+/// rules, its devices, all in one container.
+public enum EdgeAgent {
+    /// Builds the agent's container; run it (it is a `Service`) or start and stop it.
+    public static func make(
+        _ configuration: AgentConfiguration,
+        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in
+            try MosquittoTransport()
+        }
+    ) async throws -> Container {
+        let sources = IoSourceController()
+        let actors = IoActorController()
+        var controllers: [(name: String, controller: any Controller)] = [("IoSources", sources), ("IoActors", actors)]
+        for router in configuration.routers {
+            switch router.rules {
+            case .allCompatiblePairs:
+                controllers.append((router.name, IoRouter(context: router.context)))
+            case .file(_, let rules):
+                controllers.append((router.name, IoRouter(context: router.context, rules: rules)))
+            case .directory(let directory, let rules):
+                let ioRouter = IoRouter(context: router.context, rules: rules)
+                controllers.append((router.name, ioRouter))
+                controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, directory: directory, initial: rules)))
+            }
+        }
+        if let devices = configuration.devices {
+            controllers.append(("Devices", try DeviceController(devices: devices, sources: sources, actors: actors)))
+        }
+        if configuration.printsReceivedValues {
+            controllers.append(("Console", ConsoleController(actors: actors)))
+        }
+        return try await Container.resolve(
+            configuration: configuration.base, controllers: controllers,
+            logger: Logger(label: "coaty-edge.\(configuration.base.identity.name)"), makeTransport: makeTransport)
+    }
+}

@@ -1,0 +1,68 @@
+import CoatyIORouting
+import CoatyRuntime
+import RoutingRules
+
+/// Gives a router the rules of a directory of JSON rule files, again whenever they change on disk. A change
+/// that does not load is logged with file, JSON path and reason, and the router keeps its last good rules.
+final class RuleFilesController: Controller {
+    private let router: IoRouter
+    private let directory: String
+    private let initial: RoutingRuleSet
+
+    init(router: IoRouter, directory: String, initial: RoutingRuleSet) {
+        self.router = router
+        self.directory = directory
+        self.initial = initial
+    }
+
+    func whileStarted(_ context: ControllerContext) async {
+        var current = initial
+        for await outcome in RuleDirectoryWatcher(directory: directory) {
+            switch outcome {
+            case .success(let rules):
+                guard rules != current else { continue }
+                current = rules
+                context.logger.notice("reloaded \(rules.rules.count) routing rules from \(directory)")
+                router.setRules(rules)
+            case .failure(let error):
+                context.logger.error("rules in \(directory) not reloaded, keeping the last good ones:\n\(error)")
+            }
+        }
+    }
+}
+
+/// Prints every value this agent's IO actors receive, one line each: what a newcomer watches in the demo.
+final class ConsoleController: Controller {
+    private let actors: IoActorController
+
+    init(actors: IoActorController) {
+        self.actors = actors
+    }
+
+    func whileStarted(_ context: ControllerContext) async {
+        let ioActors = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors)
+        await withDiscardingTaskGroup { group in
+            for actor in ioActors {
+                group.addTask {
+                    // A value received before this run is replayed first: print only what arrives now.
+                    var isReplay = self.actors.latestValue(of: actor) != nil
+                    for await value in self.actors.values(of: actor) {
+                        guard !isReplay else {
+                            isReplay = false
+                            continue
+                        }
+                        switch value {
+                        case .json(let json): context.logger.info("\(actor.name) received \(json)")
+                        case .raw(let bytes): context.logger.info("\(actor.name) received \(bytes.count) bytes")
+                        }
+                    }
+                }
+                group.addTask {
+                    for await isAssociated in self.actors.associations(of: actor) {
+                        context.logger.info("\(actor.name) is \(isAssociated ? "associated" : "not associated")")
+                    }
+                }
+            }
+        }
+    }
+}
