@@ -221,7 +221,6 @@ public final class CommunicationManager: Sendable {
                 state.isOnline = true
                 return (state.subscriptionOrder, state.ioNodes)
             }
-            communicationStateBroadcast.send(.online)
             for filter in filters {
                 do {
                     try transport.subscribe(filter)
@@ -229,6 +228,7 @@ public final class CommunicationManager: Sendable {
                     logger.warning("cannot subscribe \(filter): \(error)")
                 }
             }
+            communicationStateBroadcast.send(.online)
             state.withLock { state in
                 let queued = Set(state.queue.map(\.topic))
                 state.queue.insert(contentsOf: joinMessages(nodes: nodes).filter { !queued.contains($0.topic) }, at: 0)
