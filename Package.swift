@@ -73,7 +73,7 @@ let package = Package(
             ]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
-        .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),
+        .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication", "EdgeEmulation"], path: "Tests/CoatyTestSupport"),
         .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
@@ -85,7 +85,10 @@ let package = Package(
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
-        .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+        .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
+        .testTarget(
+            name: "CoatyEdgeAgentTests",
+            dependencies: ["CoatyEdgeAgent", "EdgeEmulation", "CoatyTestSupport", "MQTTTestSupport"]),
         // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
         .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime"]),
         // The protocol and IO routing scenarios between agents, over the in-memory broker and a real mosquitto.

@@ -548,10 +548,12 @@ if ((agent_config_is_example)); then
     note "and switches GPIO 17 and 27"
 fi
 install_dir "$RULES_DIR" 0750 root "$SERVICE_USER"
+# The rules of the example configuration; the schema goes beside the directory, where their "$schema" points.
+install_new_file "$REPO_DIR/rules/rules.schema.json" "$CONFIG_DIR/rules.schema.json" 0644 root root || true
 shopt -s nullglob
-example_rules=("$REPO_DIR"/rules/*.json)
+example_rules=("$REPO_DIR"/rules/greenhouse/*.json)
 shopt -u nullglob
-((${#example_rules[@]} > 0)) || note "no example rules (rules/*.json) in the repository"
+((${#example_rules[@]} > 0)) || note "no example rules (rules/greenhouse/*.json) in the repository"
 for rules_file in "${example_rules[@]}"; do
     install_new_file "$rules_file" "$RULES_DIR/$(basename "$rules_file")" 0640 root "$SERVICE_USER" || true
 done

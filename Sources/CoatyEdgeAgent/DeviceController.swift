@@ -158,8 +158,13 @@ final class DeviceController: Controller {
                 }
             }
             group.addTask {
-                for await isAssociated in self.actors.associations(of: actor) where !isAssociated {
-                    self.enterSafeState(of: output.ioActorId, label: label, logger: logger, reason: "\(actor.name) lost its association")
+                // Only a lost association counts: an actor that was never associated keeps its initial state.
+                var wasAssociated = false
+                for await isAssociated in self.actors.associations(of: actor) {
+                    if wasAssociated && !isAssociated {
+                        self.enterSafeState(of: output.ioActorId, label: label, logger: logger, reason: "\(actor.name) lost its association")
+                    }
+                    wasAssociated = isAssociated
                 }
             }
         }

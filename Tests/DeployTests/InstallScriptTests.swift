@@ -199,15 +199,19 @@ struct InstallScriptTests {
         #expect(configuration.communication.username == "coaty-edge")
         #expect(configuration.communication.password.map { $0 + "\n" } == agentPassword)
 
-        // Example rules files, where the repository has them, are copied unchanged.
-        let exampleRules = (try? FileManager.default.contentsOfDirectory(
-            atPath: Deploy.repository.appendingPathComponent("rules").path))?.filter { $0.hasSuffix(".json") } ?? []
+        // The example configuration's rules are copied unchanged, the schema beside them.
+        let exampleRules = try FileManager.default.contentsOfDirectory(
+            atPath: Deploy.repository.appendingPathComponent("rules/greenhouse").path).filter { $0.hasSuffix(".json") }
+        #expect(!exampleRules.isEmpty)
         for rulesFile in exampleRules {
             #expect(
                 try root.read("etc/coaty-edge/rules/\(rulesFile)")
                     == String(
-                        contentsOf: Deploy.repository.appendingPathComponent("rules/\(rulesFile)"), encoding: .utf8))
+                        contentsOf: Deploy.repository.appendingPathComponent("rules/greenhouse/\(rulesFile)"), encoding: .utf8))
         }
+        #expect(
+            try root.read("etc/coaty-edge/rules.schema.json")
+                == String(contentsOf: Deploy.repository.appendingPathComponent("rules/rules.schema.json"), encoding: .utf8))
 
         // The same command again: nothing at all changes, and it says what it keeps.
         let afterFirst = try snapshot(of: root.url)

@@ -1,6 +1,7 @@
 import EdgeEmulation
 import EdgeHardware
 import Synchronization
+import CoatyTestSupport
 import Testing
 
 @Suite struct DebouncerTests {

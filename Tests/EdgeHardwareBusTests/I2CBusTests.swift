@@ -1,5 +1,6 @@
 import EdgeEmulation
 import EdgeHardware
+import CoatyTestSupport
 import Testing
 
 @Suite struct I2CBusOpeningTests {

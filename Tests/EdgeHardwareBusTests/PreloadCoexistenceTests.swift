@@ -1,4 +1,5 @@
 import EdgeEmulation
+import CoatyTestSupport
 import Testing
 
 #if canImport(Glibc)

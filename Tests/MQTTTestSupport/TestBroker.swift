@@ -76,10 +76,19 @@ public final class TestBroker: Sendable {
     }
 
     /// A broker that is already accepting connections.
+    /// The port is free when chosen, but another socket of a test running alongside can take it before the
+    /// broker binds it; then a new port is tried.
     public static func started(_ options: Options = Options()) async throws -> TestBroker {
-        let broker = try TestBroker(options)
-        try await broker.start()
-        return broker
+        for attempt in 1...5 {
+            let broker = try TestBroker(options)
+            do {
+                try await broker.start()
+                return broker
+            } catch let error as TestSupportError where attempt < 5 && error.description.contains("Address already in use") {
+                continue
+            }
+        }
+        throw TestSupportError("no free port for the broker after 5 attempts")
     }
 
     /// Runs the broker and returns once it accepts connections.

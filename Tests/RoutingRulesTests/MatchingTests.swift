@@ -120,7 +120,7 @@ import Testing
 @Suite struct TemperatureScenarioTests {
     static let rulesDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("rules").path
+        .appendingPathComponent("rules/temperature-demo").path
 
     @Test func exampleRulesRouteByOperatingState() throws {
         let ruleSet = try RoutingRuleSet.load(directory: Self.rulesDirectory)

@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Checks rules/rules.schema.json: it is a valid JSON Schema 2020-12, it accepts every rule file in rules/,
 and it rejects typical mistakes. Needs the jsonschema package (pip install jsonschema).
-Run from the repository root: python3 scripts/check-rules-schema.py"""
+Run: python3 rules/check-schema.py"""
 import json
 import pathlib
 import sys
 
 from jsonschema import Draft202012Validator
 
-rules_dir = pathlib.Path(__file__).resolve().parent.parent / "rules"
+rules_dir = pathlib.Path(__file__).resolve().parent
 schema = json.loads((rules_dir / "rules.schema.json").read_text())
 Draft202012Validator.check_schema(schema)
 validator = Draft202012Validator(schema)
 
 failures = []
-for path in sorted(rules_dir.glob("*.json")):
+for path in sorted(rules_dir.glob("**/*.json")):
     if path.name.endswith(".schema.json"):
         continue
     for error in validator.iter_errors(json.loads(path.read_text())):

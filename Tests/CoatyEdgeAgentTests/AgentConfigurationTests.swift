@@ -1,0 +1,67 @@
+import CoatyJSON
+import CoatyRuntime
+import Foundation
+import Testing
+
+@testable import CoatyEdgeAgent
+
+@Suite struct AgentConfigurationTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test func thePiExampleLoadsWithItsRulesAndDevices() throws {
+        let configuration = try AgentConfiguration.load(file: Self.repository.appendingPathComponent("deploy/example-pi.json").path)
+        #expect(configuration.routers.map(\.name) == ["router"])
+        guard case .directory(let directory, let rules) = configuration.routers.first?.rules else {
+            Issue.record("the router should load a rules directory")
+            return
+        }
+        #expect(directory.hasSuffix("deploy/rules"))
+        #expect(rules.rules.map(\.name) == ["soc-temperature-drives-fan", "door-lights-alarm"])
+        #expect(configuration.devices?.sensors.count == 3)
+        #expect(configuration.devices?.outputs.map(\.line.offset) == [17, 27])
+        #expect(configuration.routers.first?.context.name == "Greenhouse")
+    }
+
+    func load(_ json: String, files: [String: String] = [:]) throws(ConfigurationError) -> AgentConfiguration {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-agent-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent("rules"), withIntermediateDirectories: true)
+            for (name, content) in files { try Data(content.utf8).write(to: directory.appendingPathComponent(name)) }
+            try Data(json.utf8).write(to: directory.appendingPathComponent("agent.json"))
+        } catch {
+            throw ConfigurationError(file: "setup", path: nil, reason: "\(error)")
+        }
+        return try AgentConfiguration.load(file: directory.appendingPathComponent("agent.json").path)
+    }
+
+    static let base = #""communication": {"brokerUrl": "mqtt://127.0.0.1"}"#
+
+    @Test func errorsNameFilePathAndReason() throws {
+        func reason(_ json: String, files: [String: String] = [:]) -> String {
+            do {
+                _ = try load(json, files: files)
+                return "accepted"
+            } catch {
+                return "\(error.path.map(\.description) ?? "-"): \(error.reason)"
+            }
+        }
+        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "router"}}}"#)
+            == #"$.controllers.r.type: "router" is not one of "ioRouter", "console""#)
+        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter"}}}"#)
+            == #"$.controllers.r: missing required member "ioContext""#)
+        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "a/b"}}}}"#)
+            == "$.controllers.r.ioContext.name: the context name must be non-empty without '+', '#' or '/'")
+        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "missing"}}}"#)
+            .hasPrefix("$.controllers.r.rules: the rules do not load:"))
+        let broken = reason(
+            #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "rules"}}}"#,
+            files: ["rules/bad.json": #"{"rules": [{"name": "x", "valueType": "*", "condition": {"nope": []}}]}"#])
+        #expect(broken.contains("bad.json: $.rules[0].condition.nope: "), "\(broken)")
+        #expect(reason(#"{\#(Self.base), "controllers": {"c": {"type": "console", "x": 1}}}"#)
+            == #"$.controllers.c.x: unknown member "x" (known: "type")"#)
+        #expect(reason(#"{\#(Self.base), "devices": {"outputs": [{"driver": "gpio-output", "ioActor": "nobody", "chip": "gpiochip0", "line": 1}]}}"#)
+            .hasPrefix("$.devices.outputs[0].ioActor: "))
+    }
+}
