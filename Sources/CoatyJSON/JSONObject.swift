@@ -1,7 +1,7 @@
-/// A JSON object whose members keep the order in which they were added.
-///
-/// Assigning to an existing key keeps its position and a new key goes to the end, as in a JavaScript object,
-/// so `JSON.stringify` on the other side and `serialized()` here agree on member order.
+/// A JSON object whose members are ordered as in a JavaScript object, so that `JSON.stringify` on the other
+/// side and `serialized()` here agree on member order: keys that are array indices ("0", "17") first, in
+/// ascending order, then the other keys in the order they were added. Assigning to an existing key keeps its
+/// position. Keys are compared by their code units, as JavaScript compares them (no Unicode normalisation).
 /// Equality ignores member order: two objects are equal when they have the same members.
 public struct JSONObject: Sendable {
     public struct Member: Sendable, Hashable {
@@ -33,26 +33,53 @@ public struct JSONObject: Sendable {
     /// Gets a member; setting `nil` removes it (JSON `null` is `.null`, not `nil`).
     public subscript(key: String) -> JSONValue? {
         get {
-            for member in members where member.key == key {
+            for member in members where member.key.utf8.elementsEqual(key.utf8) {
                 return member.value
             }
             return nil
         }
         set {
-            if let index = members.firstIndex(where: { $0.key == key }) {
+            if let index = members.firstIndex(where: { $0.key.utf8.elementsEqual(key.utf8) }) {
                 if let newValue {
                     members[index].value = newValue
                 } else {
                     members.remove(at: index)
                 }
             } else if let newValue {
-                members.append(Member(key: key, value: newValue))
+                Self.insert(Member(key: key, value: newValue), into: &members)
             }
         }
     }
 
     public func contains(key: String) -> Bool {
-        members.contains { $0.key == key }
+        members.contains { $0.key.utf8.elementsEqual(key.utf8) }
+    }
+
+    /// Adds a member with a new key where JavaScript would put it.
+    static func insert(_ member: Member, into members: inout [Member]) {
+        guard let index = arrayIndex(member.key) else {
+            members.append(member)
+            return
+        }
+        let position = members.firstIndex { existing in
+            guard let other = arrayIndex(existing.key) else { return true }
+            return other > index
+        } ?? members.endIndex
+        members.insert(member, at: position)
+    }
+
+    /// The value of a key that is an array index in JavaScript: the canonical decimal form of 0...2^32-2.
+    static func arrayIndex(_ key: String) -> UInt32? {
+        let utf8 = key.utf8
+        guard let first = utf8.first, utf8.count <= 10, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"),
+            first != UInt8(ascii: "0") || utf8.count == 1
+        else { return nil }
+        var value: UInt64 = 0
+        for byte in utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + UInt64(byte - UInt8(ascii: "0"))
+        }
+        return value < 4_294_967_295 ? UInt32(value) : nil
     }
 
     /// Sets a member only when the value is present, so absent optionals never become `null` on the wire.

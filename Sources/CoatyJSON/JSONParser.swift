@@ -345,17 +345,42 @@ extension JSONObject {
             for member in parsed { self[member.key] = member.value }
             return
         }
-        var indexByKey: [String: Int] = [:]
+        var indexByKey: [CodeUnitKey: Int] = [:]
         var unique: [Member] = []
         unique.reserveCapacity(parsed.count)
+        var hasArrayIndexKeys = false
         for member in parsed {
-            if let index = indexByKey[member.key] {
+            if let index = indexByKey[CodeUnitKey(member.key)] {
                 unique[index].value = member.value
             } else {
-                indexByKey[member.key] = unique.count
+                indexByKey[CodeUnitKey(member.key)] = unique.count
                 unique.append(member)
+                hasArrayIndexKeys = hasArrayIndexKeys || Self.arrayIndex(member.key) != nil
             }
         }
+        if hasArrayIndexKeys {
+            var ordered: [Member] = []
+            ordered.reserveCapacity(unique.count)
+            for member in unique { Self.insert(member, into: &ordered) }
+            unique = ordered
+        }
         self.init(uncheckedMembers: unique)
+    }
+}
+
+/// A string compared and hashed by its UTF-8 code units, as JavaScript compares keys.
+private struct CodeUnitKey: Hashable {
+    let key: String
+
+    init(_ key: String) {
+        self.key = key
+    }
+
+    static func == (lhs: CodeUnitKey, rhs: CodeUnitKey) -> Bool {
+        lhs.key.utf8.elementsEqual(rhs.key.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        for byte in key.utf8 { hasher.combine(byte) }
     }
 }

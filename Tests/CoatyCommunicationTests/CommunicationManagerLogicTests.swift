@@ -36,7 +36,7 @@ import Testing
         let topics = broker.publishedMessages.map(\.topic)
         let id = agent.identity.objectId
         #expect(topics == ["coaty/3/-/ADV:Identity/\(id)", "coaty/3/-/ADV:IoNode/\(id)", "coaty/3/-/CHN:early/\(id)"])
-        let advertisedNode = try IoNode(validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? nil)
+        let advertisedNode = try IoNode(validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? .null)
         #expect(advertisedNode.object.parentObjectId == id)
         #expect(advertisedNode.ioSources.map(\.objectId) == node.ioSources.map(\.objectId))
         await agent.stop()

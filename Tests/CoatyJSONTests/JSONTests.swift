@@ -32,8 +32,8 @@ import Testing
     }
 
     @Test func equalityIgnoresMemberOrder() {
-        let a: JSONValue = ["a": 1, "b": [true, nil]]
-        let b: JSONValue = ["b": [true, nil], "a": 1]
+        let a: JSONValue = ["a": 1, "b": [true, .null]]
+        let b: JSONValue = ["b": [true, .null], "a": 1]
         #expect(a == b)
         #expect(a.hashValue == b.hashValue)
         #expect(a != ["a": 1, "b": [true, false]])
@@ -71,6 +71,27 @@ import Testing
         #expect(parsed.objectValue?.count == 20)
         #expect(parsed["k0"] == 20)
         #expect(parsed.objectValue?.keys.first == "k0")
+    }
+
+    /// As in a JavaScript object: array-index keys first, ascending; then the others in insertion order.
+    @Test func membersAreOrderedAsJavaScriptOrdersThem() throws {
+        #expect(try JSONValue(parsing: #"{"b":1,"1":2,"a":3,"0":4,"10":5,"01":6,"-1":7,"4294967295":8,"4294967294":9}"#).serialized()
+            == #"{"0":4,"1":2,"10":5,"4294967294":9,"b":1,"a":3,"01":6,"-1":7,"4294967295":8}"#)
+        var object: JSONObject = ["name": "n"]
+        object["7"] = 1
+        object["2"] = 2
+        object["z"] = 3
+        #expect(object.keys == ["2", "7", "name", "z"])
+        let many = "{" + (0..<40).reversed().map { "\"\($0)\":\($0)" }.joined(separator: ",") + ",\"x\":0}"
+        #expect(try JSONValue(parsing: many).objectValue?.keys == (0..<40).map(String.init) + ["x"])
+    }
+
+    /// JavaScript keeps "é" and "e" + combining accent apart; Swift's String equality would merge them.
+    @Test func keysAreComparedByCodeUnits() throws {
+        let value = try JSONValue(parsing: #"{"\u00e9":1,"e\u0301":2}"#)
+        #expect(value.objectValue?.count == 2)
+        #expect(value["\u{E9}"] == 1)
+        #expect(value["e\u{301}"] == 2)
     }
 
     @Test func invalidUTF8BecomesReplacementCharacter() throws {

@@ -20,7 +20,7 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
 
     @Test func switchingCountsAndIgnoresEverythingElse() {
         var logic = OutputLogic(control: .switching, initial: true, safeState: .off)
-        let values: [JSONValue] = [2, 0.5, -1, "yes", "true", "1", "", nil, [true], ["on": true]]
+        let values: [JSONValue] = [2, 0.5, -1, "yes", "true", "1", "", .null, [true], ["on": true]]
         #expect(states(&logic, values) == Array(repeating: nil, count: values.count))
         #expect(logic.rejectedValues == values.count)
         #expect(logic.state == true)
@@ -47,7 +47,7 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
 
     @Test func hysteresisCountsAndIgnoresWhatIsNotANumber() throws {
         var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
-        #expect(states(&logic, [61, true, "62", "on", nil, 50]) == [true, nil, nil, nil, nil, false])
+        #expect(states(&logic, [61, true, "62", "on", .null, 50]) == [true, nil, nil, nil, nil, false])
         #expect(logic.rejectedValues == 4)
     }
 

@@ -18,7 +18,7 @@ import Testing
         (.notBetween("Abf", "Abd"), #"[5,"Abf","Abd"]"#),
         (.like(#"%a_c\\d\_"#), #"[6,"%a_c\\\\d\\_"]"#),
         (.equals(["foo": 42, "bar": [42, 43]]), #"[7,{"foo":42,"bar":[42,43]}]"#),
-        (.notEquals(nil), "[8,null]"),
+        (.notEquals(.null), "[8,null]"),
         (.exists, "[9]"),
         (.notExists, "[10]"),
         (.contains([42, [43]]), "[11,[42,[43]]]"),

@@ -109,7 +109,7 @@ enum ObjectFilterConformance {
         .init(.init(names: []), .notExists),
         .init("filterBoolean", .notExists),
         .init("foo", .exists),
-        .init("foo.bar", .equals(nil)),
+        .init("foo.bar", .equals(.null)),
         .init("filterNumber", .equals("42")),
         .init("filterString", .equals("abc")),
         .init("filterArray", .equals([42, [44, 43], [[45, 46]]])),
@@ -213,7 +213,7 @@ enum ObjectFilterConformance {
     /// An undefined property fails every operator but NotExists, whatever the operands.
     @Test(arguments: ObjectFilterOperator.allCases)
     func undefinedPropertiesOnlyMatchNotExists(operator: ObjectFilterOperator) {
-        for operands: [JSONValue] in [[], [nil], [1, 2], [[]], ["%"]] {
+        for operands: [JSONValue] in [[], [.null], [1, 2], [[]], ["%"]] {
             let condition = ObjectFilterCondition(
                 "missing.property", ObjectFilterExpression(`operator`, operands: operands))
             #expect(
@@ -270,12 +270,12 @@ enum ObjectFilterConformance {
         #expect(!holds(42, .lessThan("abc")) && !holds(42, .greaterThanOrEqual("abc")))
         #expect(!holds("Infinityx", .greaterThan(0)))
         #expect(holds("-Infinity", .lessThan(-1e308)))
-        #expect(holds(nil, .lessThan(1)) && holds(nil, .greaterThan(-1)) && holds(nil, .lessThanOrEqual(0)))
+        #expect(holds(.null, .lessThan(1)) && holds(.null, .greaterThan(-1)) && holds(.null, .lessThanOrEqual(0)))
         #expect(holds(true, .greaterThan(0)) && holds(false, .lessThan(true)))
         #expect(holds(["abd"], .greaterThan(["abc"])))  // joined text, by code units
         #expect(holds([1, 2], .equals([1, 2])) && holds([1, 2], .lessThan("1,3")))
         #expect(!holds(["a": 1], .lessThan(1)) && !holds(["a": 1], .greaterThanOrEqual(1)))
-        #expect(!holds(42, .lessThan(nil)) && holds(42, .greaterThan(nil)) && !holds(42, .lessThanOrEqual(nil)))
+        #expect(!holds(42, .lessThan(.null)) && holds(42, .greaterThan(.null)) && !holds(42, .lessThanOrEqual(.null)))
         #expect(!holds(42, ObjectFilterExpression(.lessThan, operands: [])))
         #expect(!holds(42, ObjectFilterExpression(.greaterThanOrEqual, operands: [])))
     }
@@ -291,7 +291,7 @@ enum ObjectFilterConformance {
         #expect(!holds(5, ObjectFilterExpression(.between, operands: [1])))
         #expect(holds(5, ObjectFilterExpression(.notBetween, operands: [9])))
         #expect(!holds(5, ObjectFilterExpression(.notBetween, operands: [1])))
-        #expect(holds(5, .notBetween(1, nil)))  // null is 0: swapped to 0...1
+        #expect(holds(5, .notBetween(1, .null)))  // null is 0: swapped to 0...1
         #expect(!holds(5, .between("x", 10)) && !holds(5, .notBetween("x", 10)))
         #expect(holds(5, .notBetween("x", 1)) && holds(5, .notBetween(10, "x")))
     }
@@ -399,13 +399,13 @@ enum ObjectFilterConformance {
 
     /// Where Coaty JS throws while matching, the filter does not match, and AND and OR stop there as JS does.
     @Test func conditionsJavaScriptCannotEvaluateDoNotMatch() {
-        #expect(!holds(["a": 1], .contains(nil)) && !holds(["a": 1], .notContains(nil)))
-        #expect(!holds(["a": ["b": 1]], .contains(["a": nil])) && !holds(["a": ["b": 1]], .notContains(["a": nil])))
+        #expect(!holds(["a": 1], .contains(.null)) && !holds(["a": 1], .notContains(.null)))
+        #expect(!holds(["a": ["b": 1]], .contains(["a": .null])) && !holds(["a": ["b": 1]], .notContains(["a": .null])))
         #expect(
             !holds(1, ObjectFilterExpression(.in, operands: [1]))
                 && !holds(1, ObjectFilterExpression(.notIn, operands: [1])))
         #expect(!holds(1, ObjectFilterExpression(.notIn, operands: [])))
-        let throwing = ObjectFilterCondition("v", .contains(nil))
+        let throwing = ObjectFilterCondition("v", .contains(.null))
         let matching = ObjectFilterCondition("v", .exists)
         let failing = ObjectFilterCondition("v", .notExists)
         let object: JSONValue = ["v": ["a": 1]]
@@ -415,8 +415,8 @@ enum ObjectFilterConformance {
     }
 
     @Test func equalityIsDeepAndIgnoresMemberOrder() {
-        #expect(holds(["a": [1, ["b": nil]], "c": "d"], .equals(["c": "d", "a": [1, ["b": nil]]])))
-        #expect(!holds(["a": 1], .equals(["a": 1, "b": nil])))
+        #expect(holds(["a": [1, ["b": .null]], "c": "d"], .equals(["c": "d", "a": [1, ["b": .null]]])))
+        #expect(!holds(["a": 1], .equals(["a": 1, "b": .null])))
         #expect(!holds([1], .equals(1)) && !holds(["0": 1], .equals([1])))
         #expect(holds(0, .equals(-0.0)))
         #expect(!holds(1, ObjectFilterExpression(.equals, operands: [])))

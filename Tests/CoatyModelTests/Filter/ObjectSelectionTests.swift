@@ -62,7 +62,7 @@ import Testing
 
     /// JavaScript's fallback comparison is not a consistent order for mixed types; ranking by type is.
     @Test func mixedTypesRankByType() {
-        let values: [JSONValue] = [["x": 1], "a", [1], 2, true, nil, false, "B", 1]
+        let values: [JSONValue] = [["x": 1], "a", [1], 2, true, .null, false, "B", 1]
         let objects = values.map { JSONValue.object(["v": $0]) }
         let sorted = ObjectMatcher.select(
             objects, filter: ObjectFilter(orderByProperties: [.init("v", .ascending)]), json: { $0 })
