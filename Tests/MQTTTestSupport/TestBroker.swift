@@ -186,7 +186,7 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-func findTool(_ name: String) throws -> URL {
+public func findTool(_ name: String) throws -> URL {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
     let directories = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin"]
     for directory in directories where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {

@@ -1,0 +1,91 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import CoatyTestSupport
+import Foundation
+import MQTTTestSupport
+import Testing
+
+/// What the agent does when the broker goes away and comes back, and when another agent dies.
+@Suite struct BrokerOutageTests {
+    @Test func agentReconnectsResubscribesAndPublishesAgainAfterABrokerRestart() async throws {
+        let broker = try await TestBroker.started()
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let observer = scenarios.agent("observer")
+        let publisher = scenarios.agent("publisher")
+        let states = Recorder(observer.communicationStates())
+        let channel = Recorder(try observer.observeChannel("temperature"))
+        try await scenarios.online(observer, publisher)
+        try await publisher.publishChannel(ChannelEvent(channelId: "temperature", content: .objects([])))
+        try await channel.wait(count: 1)
+
+        try await broker.stop()
+        try await poll { observer.communicationState != .online && publisher.communicationState != .online }
+        // Published while the broker is down: queued, sent after the reconnect.
+        try await publisher.publishChannel(ChannelEvent(channelId: "temperature", content: .objects([])))
+        try await broker.start()
+        try await poll(within: .seconds(20)) { observer.communicationState == .online && publisher.communicationState == .online }
+        try await brokerSync(observer)
+
+        try await channel.wait(count: 2)
+        try await publisher.publishChannel(ChannelEvent(channelId: "temperature", content: .objects([])))
+        try await channel.wait(count: 3)
+        // The identity was advertised again after the reconnect (the broker logs every PUBLISH it receives).
+        let advertiseTopic = "coaty/3/-/ADV:Identity/\(publisher.identity.objectId)"
+        try await poll { broker.logText.components(separatedBy: advertiseTopic).count - 1 == 2 }
+
+        let sequence = states.elements
+        let firstOffline = try #require(sequence.firstIndex(of: .offline))
+        let online = sequence.indices.filter { sequence[$0] == .online }
+        #expect(online.count == 2)
+        #expect(firstOffline == 0)
+        #expect(sequence[online[0]..<online[1]].contains(.offline))
+        #expect(sequence.contains(.reconnecting(attempt: 1)))
+        #expect(observer.statistics.reconnects == 1)
+        await scenarios.stop(observer, publisher)
+        try await broker.stop()
+    }
+
+    /// Another agent process killed with SIGKILL: the broker publishes its last will, and presence drops it.
+    @Test func anAgentKilledWithSIGKILLIsSeenAsGoneThroughItsLastWill() async throws {
+        let broker = try await TestBroker.started()
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let watcher = scenarios.agent("watcher")
+        let presence = AgentPresence(manager: watcher, censusTimeout: .milliseconds(300))
+        let tracking = Task { await presence.run() }
+        let deadvertised = Recorder(watcher.observeDeadvertise())
+        try await scenarios.online(watcher)
+
+        // The other agent is a separate process with the will a Coaty agent registers.
+        let dying = Identity(name: "mortal")
+        let will = String(decoding: DeadvertiseEvent(objectIds: [dying.objectId]).payload.serializedBytes(), as: UTF8.self)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-dying-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = try ChildProcess(
+            try findTool("mosquitto_sub"),
+            arguments: [
+                "-h", "127.0.0.1", "-p", "\(broker.port)", "-i", "Coaty" + dying.objectId.filter { $0 != "-" }.prefix(18),
+                "-t", "coaty/3/-/DSC/+/+", "--will-topic", "coaty/3/-/DAD/\(dying.objectId)", "--will-payload", will,
+            ],
+            errorFile: directory.appendingPathComponent("stderr"))
+        try await broker.waitForLog(containing: "Coaty" + dying.objectId.filter { $0 != "-" }.prefix(18))
+        let announcer = try await TestClient.connected(to: broker, clientId: "announcer")
+        try announcer.publish(
+            "coaty/3/-/ADV:Identity/\(dying.objectId)",
+            AdvertiseEvent(object: dying.object).payload.serializedBytes())
+        try await poll { presence.agent(dying.objectId) != nil }
+
+        process.signal(SIGKILL)
+        try await process.waitForExit()
+        try await deadvertised.wait { $0.contains { $0.event.objectIds == [dying.objectId] } }
+        try await poll { presence.agent(dying.objectId) == nil }
+        #expect(presence.agents.map(\.name) == ["watcher"])
+
+        _ = try await announcer.disconnect()
+        tracking.cancel()
+        await scenarios.stop(watcher)
+        try await broker.stop()
+    }
+}
