@@ -97,10 +97,10 @@ let package = Package(
     ]
 )
 
-// The libFuzzer target for the inbound path; see Fuzz/run. It has no main, so it exists only when asked for.
+// The libFuzzer target for the inbound path; see Tests/Fuzz/run. It has no main, so it exists only when asked for.
 if Context.environment["COATY_EDGE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(
-            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Fuzz", exclude: ["corpus", "run"],
+            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Tests/Fuzz", exclude: ["corpus", "run"],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
 }
