@@ -6,7 +6,7 @@ import Testing
 @Suite struct InboundCorpusTests {
     static let corpus = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fuzz/corpus")
+        .appendingPathComponent("Tests/Fuzz/corpus")
 
     @Test func seedInputsGoThroughTheInboundPath() async throws {
         let files = try FileManager.default.contentsOfDirectory(at: Self.corpus, includingPropertiesForKeys: nil)
