@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The temperature scenario of Coaty's IO routing guide, on this machine, with emulated sensor chips:
+#   - "Temperature sensors": three sources (every value; sampled every 3 s; throttled 3 s) read from emulated
+#     TMP102, MCP9808 and BME280 chips through the real drivers;
+#   - "Normal-state actor" and "Emergency-state actor": each prints what it receives;
+#   - "Temperature router": routes temperatures to the actor responsible for the context's operating state,
+#     by the rules in rules/temperature-demo.
+# Every 20 s the demo switches the operating state (normal <-> emergency) with `coaty-edge context set`, and
+# the temperatures move from one actor to the other. It installs what is missing (Debian or Raspberry Pi OS
+# packages), builds coaty-edge, and starts a private mosquitto on a free port.
+#
+# Usage: deploy/demo.sh [SECONDS]   (default: until Ctrl-C)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+duration=${1:-0}
+
+packages=(mosquitto libmosquitto-dev libgpiod-dev libi2c-dev umockdev libumockdev-dev pkg-config)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+    echo "== installing ${missing[*]}"
+    sudo=()
+    ((EUID == 0)) || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "Swift 6.1 or newer is needed: https://www.swift.org/install/linux/" >&2; exit 1; }
+
+echo "== building coaty-edge"
+cd "$repo"
+swift build --product coaty-edge 2>&1 | grep -E "error|warning:|Build complete" || true
+bin="$(swift build --product coaty-edge --show-bin-path)/coaty-edge"
+[[ -x "$bin" ]] || { echo "the build failed" >&2; exit 1; }
+
+run_dir=$(mktemp -d -t coaty-edge-demo-XXXXXX)
+pids=()
+cleanup() {
+    trap - EXIT INT TERM
+    echo "== stopping"
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait "${pids[@]}" 2>/dev/null || true
+    rm -rf "$run_dir"
+}
+trap cleanup EXIT INT TERM
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$run_dir/mosquitto.conf"
+echo "== broker on 127.0.0.1:$port"
+mosquitto -c "$run_dir/mosquitto.conf" >"$run_dir/broker.log" 2>&1 &
+pids+=($!)
+broker="mqtt://127.0.0.1:$port"
+for _ in $(seq 50); do
+    grep -q " running" "$run_dir/broker.log" 2>/dev/null && break
+    sleep 0.1
+done
+
+for agent in router normal-actor emergency-actor sensors; do
+    "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" 2>&1 | sed -u "s/^/[$agent] /" &
+    pids+=($!)
+done
+
+started=$SECONDS
+state=normal
+while ((duration == 0 || SECONDS - started < duration)); do
+    sleep 20
+    state=$([[ $state == normal ]] && echo emergency || echo normal)
+    echo "== switching the operating state to $state"
+    "$bin" context set operatingState "\"$state\"" --context TemperatureMeasurement --broker "$broker" | sed -u "s/^/[context] /" || true
+done
