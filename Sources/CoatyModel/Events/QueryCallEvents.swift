@@ -21,16 +21,8 @@ public struct QueryEvent: Sendable, Hashable {
 
     public init(payload: JSONValue) throws(JSONShapeError) {
         let root = JSONCursor(payload)
-        objectTypes = try root.optional("objectTypes").map { types throws(JSONShapeError) in
-            try types.elements().map { type throws(JSONShapeError) in try type.nonEmptyString() }
-        }
-        coreTypes = try root.optional("coreTypes").map { types throws(JSONShapeError) in
-            try types.elements().map { type throws(JSONShapeError) in
-                let name = try type.string()
-                guard let coreType = CoreType(rawValue: name) else { throw type.error("\"\(name)\" is not a core type") }
-                return coreType
-            }
-        }
+        objectTypes = try root.optional("objectTypes")?.objectTypes()
+        coreTypes = try root.optional("coreTypes")?.coreTypes()
         guard (objectTypes == nil) != (coreTypes == nil) else {
             throw root.error("a Query needs exactly one of \"objectTypes\" and \"coreTypes\"")
         }

@@ -40,16 +40,8 @@ public struct DiscoverEvent: Sendable, Hashable {
         let root = JSONCursor(payload)
         externalId = try root.optional("externalId")?.string()
         objectId = try root.optional("objectId")?.string()
-        objectTypes = try root.optional("objectTypes").map { types throws(JSONShapeError) in
-            try types.elements().map { type throws(JSONShapeError) in try type.nonEmptyString() }
-        }
-        coreTypes = try root.optional("coreTypes").map { types throws(JSONShapeError) in
-            try types.elements().map { type throws(JSONShapeError) in
-                let name = try type.string()
-                guard let coreType = CoreType(rawValue: name) else { throw type.error("\"\(name)\" is not a core type") }
-                return coreType
-            }
-        }
+        objectTypes = try root.optional("objectTypes")?.objectTypes()
+        coreTypes = try root.optional("coreTypes")?.coreTypes()
         let hasTypes = objectTypes != nil || coreTypes != nil
         switch (externalId, objectId) {
         case (nil, .some), (.some, .some):
@@ -253,5 +245,21 @@ public struct ReturnEvent: Sendable, Hashable {
         }
         json.set("executionInfo", ifPresent: executionInfo)
         return json
+    }
+}
+
+extension JSONCursor {
+    /// A list of object types, as Discover and Query carry them: non-empty strings.
+    func objectTypes() throws(JSONShapeError) -> [String] {
+        try elements().map { type throws(JSONShapeError) in try type.nonEmptyString() }
+    }
+
+    /// A list of core type names, as Discover and Query carry them.
+    func coreTypes() throws(JSONShapeError) -> [CoreType] {
+        try elements().map { type throws(JSONShapeError) in
+            let name = try type.string()
+            guard let coreType = CoreType(rawValue: name) else { throw type.error("\"\(name)\" is not a core type") }
+            return coreType
+        }
     }
 }
