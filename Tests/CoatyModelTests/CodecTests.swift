@@ -85,6 +85,13 @@ import Testing
         #expect(returned.outcome == .result(.null))
     }
 
+    @Test func rejectionsPrintTopicsSafely() {
+        let rejection = InboundRejection(topic: "coaty/3/\u{1B}[2J/" + String(repeating: "x", count: 500), reason: "r")
+        #expect(!rejection.description.contains("\u{1B}"))
+        #expect(rejection.description.hasPrefix("coaty/3/\\u{1B}[2J/xxx"))
+        #expect(rejection.description.count < 220)
+    }
+
     @Test func ioValueAndRawTopicsPassThroughUndecoded() {
         let bytes: [UInt8] = [0xFF, 0x00, 0x41]
         #expect(CoatyCodec.decode(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes) == .success(.ioValue(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes)))

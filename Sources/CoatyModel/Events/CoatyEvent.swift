@@ -76,7 +76,15 @@ public struct InboundRejection: Error, Sendable, Hashable, CustomStringConvertib
     public var topic: String
     public var reason: String
 
-    public var description: String { "\(topic): \(reason)" }
+    /// The topic as a log line can hold it: control characters escaped, at most 200 characters.
+    public var description: String {
+        var printable = ""
+        for scalar in topic.unicodeScalars.prefix(200) {
+            printable += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        if topic.unicodeScalars.count > 200 { printable += "…" }
+        return "\(printable): \(reason)"
+    }
 }
 
 /// Turns received topic and payload into events, validating them as Coaty JS does before it dispatches.
