@@ -107,7 +107,7 @@ let package = Package(
             name: "CoatyEdgeAgentTests",
             dependencies: ["CoatyEdgeAgent", "EdgeEmulation", "CoatyTestSupport", "MQTTTestSupport"]),
         // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
-        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime"]),
+        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
         // The CLI's parts on their own, and the built `coaty-edge` executable run as a child process against a real
         // broker (the dependency on the executable makes `swift build --build-tests` build it).
         .testTarget(

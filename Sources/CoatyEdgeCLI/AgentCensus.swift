@@ -13,7 +13,9 @@ public enum AgentCensus {
 
     /// Asks every agent for its identity, IO nodes and device status, and waits `duration` for the answers.
     public static func take(_ session: ClientSession, duration: Duration) async -> [Entry] {
-        let devices = await withTaskGroup(of: [String: [JSONValue]].self) { group in
+        let ownId = session.manager.identity.objectId
+        // Read the agents before the presence stops: it forgets them then.
+        let (agents, devices) = await withTaskGroup(of: [String: [JSONValue]].self) { group in
             group.addTask {
                 await session.presence.run()
                 return [:]
@@ -28,11 +30,11 @@ public enum AgentCensus {
                 return statuses
             }
             try? await Task.sleep(for: duration)
+            let agents = session.presence.agents
             group.cancelAll()
-            return await group.reduce(into: [:]) { $0.merge($1) { $1 } }
+            return (agents, await group.reduce(into: [:]) { $0.merge($1) { $1 } })
         }
-        let ownId = session.manager.identity.objectId
-        return session.presence.agents.filter { $0.agentId != ownId }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
+        return agents.filter { $0.agentId != ownId }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
     }
 
     public static func text(_ entries: [Entry]) -> String {

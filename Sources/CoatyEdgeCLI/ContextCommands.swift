@@ -55,13 +55,14 @@ public enum ContextCommands {
         return .noAnswer
     }
 
-    public static func version(of context: IoContext) -> Int? {
-        context[IoRouter.versionProperty]?.intValue
+    /// The context's version; a context no Update has changed yet has none, which its router counts as 0.
+    public static func version(of context: IoContext) -> Int {
+        context[IoRouter.versionProperty]?.intValue ?? 0
     }
 
     /// `NAME version N (objectId ..., router ...)` and one `key: value` line per application property.
     public static func text(_ context: IoContext) -> String {
-        let version = version(of: context).map { "version \($0)" } ?? "no version"
+        let version = "version \(version(of: context))"
         let router = context.parentObjectId.map { ", router \($0)" } ?? ""
         var lines = ["\(context.name)  \(version)  (objectId \(context.objectId)\(router))"]
         for member in context.object.json.members where !ContextFormat.coreMembers.contains(member.key) {

@@ -145,8 +145,7 @@ struct Context: AsyncParsableCommand {
                     }
                     switch try await ContextCommands.set(session, context: target, key: key, value: value, timeout: timeout) {
                     case .completed(let updated):
-                        let version = ContextCommands.version(of: updated).map { "version \($0)" } ?? "no version"
-                        return "\(updated.name): \(key) = \(value.serialized()) (\(version))\n"
+                        return "\(updated.name): \(key) = \(value.serialized()) (version \(ContextCommands.version(of: updated)))\n"
                     case .refused(let reason):
                         throw CommandFailure(.failure, "\(target.name): the router refused the update: \(reason)")
                     case .noAnswer:

@@ -7,6 +7,8 @@ public enum ObserveEvent: Sendable, Hashable {
     case associated(AssociationChange)
     case disassociated(AssociationChange)
     case agentJoined(AgentSeen)
+    /// The agent's IO nodes changed (they usually arrive just after its identity).
+    case agentUpdated(AgentSeen)
     case agentLeft(AgentSeen)
     case deviceStatus(DeviceStatusSeen)
     case context(ContextSeen)
@@ -58,7 +60,8 @@ public enum ObserveEvent: Sendable, Hashable {
         public var time: Int64
         public var name: String
         public var objectId: String
-        public var version: Int?
+        /// 0 until an Update changed the context.
+        public var version: Int
         /// The whole IoContext object.
         public var object: JSONObject
     }
@@ -67,7 +70,7 @@ public enum ObserveEvent: Sendable, Hashable {
         switch self {
         case .value(let event): event.time
         case .associated(let event), .disassociated(let event): event.time
-        case .agentJoined(let event), .agentLeft(let event): event.time
+        case .agentJoined(let event), .agentUpdated(let event), .agentLeft(let event): event.time
         case .deviceStatus(let event): event.time
         case .context(let event): event.time
         }
@@ -79,6 +82,7 @@ public enum ObserveEvent: Sendable, Hashable {
         case .associated: "associated"
         case .disassociated: "disassociated"
         case .agentJoined: "agentJoined"
+        case .agentUpdated: "agentUpdated"
         case .agentLeft: "agentLeft"
         case .deviceStatus: "deviceStatus"
         case .context: "context"
@@ -110,7 +114,7 @@ public enum ObserveEvent: Sendable, Hashable {
             add("route", event.route.map(JSONValue.string))
             add("updateRate", event.updateRate.map(JSONValue.number))
             add("rule", event.rule.map(JSONValue.string))
-        case .agentJoined(let event), .agentLeft(let event):
+        case .agentJoined(let event), .agentUpdated(let event), .agentLeft(let event):
             add("agentId", .string(event.agentId))
             add("name", .string(event.name))
             add("namespace", .string(event.namespace))
@@ -123,7 +127,7 @@ public enum ObserveEvent: Sendable, Hashable {
         case .context(let event):
             add("context", .string(event.name))
             add("objectId", .string(event.objectId))
-            add("contextVersion", event.version.map { .number(Double($0)) })
+            add("contextVersion", .number(Double(event.version)))
             add("object", .object(event.object))
         }
         return json
@@ -147,14 +151,15 @@ public enum ObserveEvent: Sendable, Hashable {
         case .agentJoined(let event):
             return "\(time) agent joined \(event.name) (\(event.agentId)) in namespace \(event.namespace): "
                 + "\(event.sources.count) sources, \(event.actors.count) actors"
+        case .agentUpdated(let event):
+            return "\(time) agent \(event.name) (\(event.agentId)) now has \(event.sources.count) sources, \(event.actors.count) actors"
         case .agentLeft(let event):
             return "\(time) agent left \(event.name) (\(event.agentId))"
         case .deviceStatus(let event):
             let devices = event.devices.map(DeviceStatusFormat.summary).joined(separator: "; ")
             return "\(time) devices of \(event.agentName ?? event.agentId): \(devices)"
         case .context(let event):
-            let version = event.version.map { " version \($0)" } ?? ""
-            return "\(time) context \(event.name)\(version): \(ContextFormat.properties(of: event.object))"
+            return "\(time) context \(event.name) version \(event.version): \(ContextFormat.properties(of: event.object))"
         }
     }
 

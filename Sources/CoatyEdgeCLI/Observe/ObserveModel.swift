@@ -126,10 +126,13 @@ public struct ObserveModel: Sendable {
         switch change {
         case .joined(let agent), .updated(let agent):
             guard agent.agentId != ownAgentId else { return changes }
-            let isNew = agents[agent.agentId] == nil
-            agents[agent.agentId] = agent
+            let previous = agents.updateValue(agent, forKey: agent.agentId)
             learn(agent, changes: &changes)
-            if isNew { changes.events.append(.agentJoined(seen(agent, at: time))) }
+            if previous == nil {
+                changes.events.append(.agentJoined(seen(agent, at: time)))
+            } else if previous?.ioNodes != agent.ioNodes {
+                changes.events.append(.agentUpdated(seen(agent, at: time)))
+            }
         case .left(let agent):
             guard agents.removeValue(forKey: agent.agentId) != nil else { return changes }
             let event = seen(agent, at: time)
@@ -218,7 +221,7 @@ public struct ObserveModel: Sendable {
         contextObjects[objectId] = object
         if filter.context == nil || filter.context == name {
             changes.events.append(.context(.init(
-                time: time, name: name, objectId: objectId, version: object[IoRouter.versionProperty]?.intValue, object: object)))
+                time: time, name: name, objectId: objectId, version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
         }
         return changes
     }

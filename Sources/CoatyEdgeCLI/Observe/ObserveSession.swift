@@ -61,9 +61,12 @@ public enum ObserveSession {
                     if let object = resolve.event.object { feed.yield(.context(object)) }
                 }
             }
-            group.addTask {
-                for answer in (try? await RouterReport.collect(session, timeout: startupTimeout)) ?? [] {
-                    feed.yield(.router(answer))
+            if let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout) {
+                group.addTask {
+                    for await returned in answers {
+                        guard case .result(let result) = returned.event.outcome else { continue }
+                        feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
+                    }
                 }
             }
             if case .table = output {
