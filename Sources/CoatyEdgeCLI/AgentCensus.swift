@@ -11,7 +11,7 @@ public enum AgentCensus {
         public var devices: [JSONValue]?
     }
 
-    /// Asks every agent for its identity, IO nodes and device status, and waits `duration` for the answers.
+    /// Asks every agent (but command-line clients) for its identity, IO nodes and device status, and waits `duration` for the answers.
     public static func take(_ session: ClientSession, duration: Duration) async -> [Entry] {
         let ownId = session.manager.identity.objectId
         // Read the agents before the presence stops: it forgets them then.
@@ -34,7 +34,7 @@ public enum AgentCensus {
             group.cancelAll()
             return (agents, await group.reduce(into: [:]) { $0.merge($1) { $1 } })
         }
-        return agents.filter { $0.agentId != ownId }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
+        return agents.filter { $0.agentId != ownId && $0.name != ClientSession.identityName }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
     }
 
     public static func text(_ entries: [Entry]) -> String {

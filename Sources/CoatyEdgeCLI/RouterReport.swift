@@ -28,7 +28,7 @@ public enum RouterReport {
         for answer in answers {
             let result = answer.result
             let context = result["context"]
-            let version = context?[IoRouter.versionProperty]?.intValue.map { ", version \($0)" } ?? ""
+            let version = ", version \(context?[IoRouter.versionProperty]?.intValue ?? 0)"
             lines.append(
                 "router \(result["router"]?.stringValue ?? "?") (\(answer.routerAgentId)): context "
                     + "\(context?["name"]?.stringValue ?? "?")\(version)")

@@ -40,9 +40,10 @@ import Testing
         #expect(model.applyValue([1], on: "coaty/3/home/IOV/unknown", at: 1500) == nil)
     }
 
-    @Test func ignoresItself() {
+    @Test func ignoresItselfAndOtherClients() {
         var model = ObserveModel(ownAgentId: "me")
         #expect(model.apply(.joined(Self.agent("me", "coaty-edge cli")), at: 0) == ObserveModel.Changes())
+        #expect(model.apply(.joined(Self.agent("other", "coaty-edge cli")), at: 0) == ObserveModel.Changes())
     }
 
     @Test func associationsGetNamesAndTheirRoutesAreWatched() {

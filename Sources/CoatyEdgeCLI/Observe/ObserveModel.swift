@@ -100,7 +100,7 @@ public struct ObserveModel: Sendable {
     }
 
     public let filter: Filter
-    /// The agent `observe` runs as, which it does not report.
+    /// The agent `observe` runs as, which it does not report (nor other command-line clients).
     public let ownAgentId: String
     private(set) var agents: [String: AgentInfo] = [:]
     private(set) var sources: [String: SourceInfo] = [:]
@@ -116,7 +116,6 @@ public struct ObserveModel: Sendable {
     public init(filter: Filter = Filter(), ownAgentId: String) {
         self.filter = filter
         self.ownAgentId = ownAgentId
-        if let context = filter.context { contexts.insert(context) }
     }
 
     // MARK: - Inputs
@@ -125,7 +124,7 @@ public struct ObserveModel: Sendable {
         var changes = Changes()
         switch change {
         case .joined(let agent), .updated(let agent):
-            guard agent.agentId != ownAgentId else { return changes }
+            guard agent.agentId != ownAgentId, agent.name != ClientSession.identityName else { return changes }
             let previous = agents.updateValue(agent, forKey: agent.agentId)
             learn(agent, changes: &changes)
             if previous == nil {

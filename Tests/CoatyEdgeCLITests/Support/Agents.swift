@@ -6,11 +6,15 @@ enum Agents {
     static let emergencyActorId = "a60a74f3-3d26-446f-a358-911867544944"
     static let contextName = "TemperatureMeasurement"
 
+    static let sensorsAgentId = "5e4a0b1c-2d3e-4f50-8a6b-7c8d9e0f1a2b"
+    /// The MQTT client id Coaty derives from the identity.
+    static let sensorsClientId = "Coaty5e4a0b1c2d3e4f508a"
+
     static func sensors(broker: Int, extra: String = "") -> String {
         """
         {
           "common": {
-            "agentIdentity": {"name": "Temperature sensors"},
+            "agentIdentity": {"name": "Temperature sensors", "objectId": "\(sensorsAgentId)"},
             "ioContextNodes": {"\(contextName)": {"ioSources": [
               {"objectId": "\(sourceId)", "name": "Boiler", "valueType": "coaty-edge.Temperature[Celsius]", "updateStrategy": 1}]}}
           },
