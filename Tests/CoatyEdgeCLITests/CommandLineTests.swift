@@ -80,7 +80,7 @@ import Testing
     // MARK: - The agent and the clients on a broker
 
     /// `run` on emulated hardware: systemd hears READY=1, `observe --json` sees the values it publishes, the metrics
-    /// grow, and SIGTERM makes it deadvertise, disconnect cleanly, tell systemd STOPPING=1 and exit 0.
+    /// grow, and SIGTERM makes it tell systemd STOPPING=1, deadvertise and exit 0.
     @Test(.emulatedHardware) func runPublishesValuesObserveShowsThemAndSIGTERMEndsItCleanly() async throws {
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
@@ -114,8 +114,9 @@ import Testing
         let stopped = try await sensors.stop(with: SIGTERM, within: .seconds(20))
         #expect(stopped.status == 0, "\(stopped.errors)")
         #expect(try await notify.receive() == "STOPPING=1")
-        // A clean MQTT disconnect after the Deadvertise: the broker does not publish the will.
-        try await broker.waitForLog(containing: "Client \(Agents.sensorsClientId) disconnected.")
+        // The agent itself sent the Deadvertise (the broker publishing its will would not be "received from" it).
+        try await broker.waitForLog(
+            containing: "Received PUBLISH from \(Agents.sensorsClientId) (d0, q0, r0, m0, 'coaty/3/-/DAD/\(Agents.sensorsAgentId)'")
         let left = try await observe.line(containing: #""event":"agentLeft""#)
         #expect(jsonLines(left).first?["agentId"] as? String == Agents.sensorsAgentId)
         // The log went to standard error, a line per event with time, level and label.
