@@ -1,9 +1,12 @@
 import CoatyRuntime
-import Foundation
 import Metrics
 import Prometheus
 import ServiceLifecycle
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The agent's metrics in Prometheus's text format over HTTP/1.1, `GET /metrics` only, from one thread of its own.
 ///
@@ -190,10 +193,10 @@ public struct MetricsService: Service {
         let server = self.server
         await withTaskCancellationOrGracefulShutdownHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-                Thread {
+                startThread {
                     server.serve()
                     finished.resume()
-                }.start()
+                }
             }
         } onCancelOrGracefulShutdown: {
             server.stop()
