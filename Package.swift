@@ -10,6 +10,7 @@ import PackageDescription
 //   IO routing              CoatyIORouting (source/actor controllers, backpressure, routers)
 //   hardware                EdgeHardware (buses, drivers, sensors, GPIO), EdgeEmulation (emulated chips)
 //   agent                   CoatyEdgeAgent (an agent from its configuration file)
+//   command line            CoatyEdgeCLI (what the subcommands do), coaty-edge (the executable)
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
@@ -17,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries; nothing else touches C.
@@ -72,6 +75,20 @@ let package = Package(
                 "CoatyIORouting", "EdgeHardware", "EdgeEmulation", .product(name: "Metrics", package: "swift-metrics"),
             ]),
 
+        // The command line: the agent's service (logging, metrics endpoint, systemd notification) and the client
+        // subcommands (observe, agents, rules, context) as a library, and the thin executable that parses arguments.
+        .target(
+            name: "CoatyEdgeCLI",
+            dependencies: [
+                "CoatyEdgeAgent", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]),
+        .executableTarget(
+            name: "coaty-edge",
+            dependencies: ["CoatyEdgeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication", "EdgeEmulation"], path: "Tests/CoatyTestSupport"),
         .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
@@ -90,7 +107,12 @@ let package = Package(
             name: "CoatyEdgeAgentTests",
             dependencies: ["CoatyEdgeAgent", "EdgeEmulation", "CoatyTestSupport", "MQTTTestSupport"]),
         // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
-        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime"]),
+        .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
+        // The CLI's parts on their own, and the built `coaty-edge` executable run as a child process against a real
+        // broker (the dependency on the executable makes `swift build --build-tests` build it).
+        .testTarget(
+            name: "CoatyEdgeCLITests",
+            dependencies: ["CoatyEdgeCLI", "coaty-edge", "CoatyTestSupport", "MQTTTestSupport"]),
         // The protocol and IO routing scenarios between agents, over the in-memory broker and a real mosquitto.
         .testTarget(
             name: "IntegrationTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),

@@ -8,6 +8,12 @@ public struct AgentInfo: Sendable, Hashable {
     /// The IO nodes the agent advertised, by objectId.
     public var ioNodes: [IoNode]
 
+    public init(identity: Identity, namespace: String, ioNodes: [IoNode]) {
+        self.identity = identity
+        self.namespace = namespace
+        self.ioNodes = ioNodes
+    }
+
     public var agentId: String { identity.objectId }
     public var name: String { identity.name }
 }

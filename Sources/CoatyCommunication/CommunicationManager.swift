@@ -50,6 +50,7 @@ public final class CommunicationManager: Sendable {
         var ioValueObservers: [String: [Int: AsyncStream<IoValue>.Continuation]] = [:]
         var ioStateObservers: [String: [Int: AsyncStream<IoState>.Continuation]] = [:]
         var rawObservers: [Int: (filter: String, continuation: AsyncStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
+        var routeMonitors: [String: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
         var statistics = CommunicationStatistics()
 
         mutating func makeObserverId() -> Int {
@@ -166,7 +167,8 @@ public final class CommunicationManager: Sendable {
                 events: state.eventObservers.values.flatMap(\.values),
                 ioValues: state.ioValueObservers.values.flatMap(\.values),
                 ioStates: state.ioStateObservers.values.flatMap(\.values),
-                raw: state.rawObservers.values.map(\.continuation)
+                raw: state.rawObservers.values.map(\.continuation),
+                routeMonitors: state.routeMonitors.values.flatMap(\.values)
             )
             let statistics = state.statistics
             state = State(routing: IoRoutingTable(
@@ -183,6 +185,7 @@ public final class CommunicationManager: Sendable {
         ended.ioValues.forEach { $0.finish() }
         ended.events.forEach { $0.finish() }
         ended.raw.forEach { $0.finish() }
+        ended.routeMonitors.forEach { $0.finish() }
     }
 
     /// The MQTT client id Coaty agents use: "Coaty" and the first 18 hex digits of the identity's objectId.
@@ -411,6 +414,7 @@ public final class CommunicationManager: Sendable {
 
     /// Called on the transport's network thread for every message.
     private func receive(_ message: MQTTMessage) {
+        monitorIoRoute(message)
         if deliverIoValue(message) { return }
         switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
         case .success(.event(let topic, let event)):
@@ -521,6 +525,37 @@ public final class CommunicationManager: Sendable {
             if let json { continuation.yield(.json(json)) }
         }
         return true
+    }
+
+    private func monitorIoRoute(_ message: MQTTMessage) {
+        let monitors = state.withLock { $0.routeMonitors[message.topic].map { Array($0.values) } }
+        for continuation in monitors ?? [] {
+            continuation.yield(message.payload)
+        }
+    }
+
+    /// Every payload published on an IO route, as bytes, for a monitor that takes no part in the routing (such as
+    /// `coaty-edge observe`, which learns routes from Associate events of other agents' routers). Coaty's IoValue
+    /// routes are protocol topics, which `observeRaw` refuses; this subscribes exactly one route (no wildcards),
+    /// keeps it across reconnects, and does not affect the IO state of the agent's own points.
+    public func observeIoRoute(_ route: String) throws(CoatyError) -> AsyncStream<[UInt8]> {
+        guard CoatyName.isValidPublicationTopic(route) else { throw .invalidIoRoute(route) }
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let id = state.withLock { state in
+            let id = state.makeObserverId()
+            state.routeMonitors[route, default: [:]][id] = continuation
+            addSubscription(route, in: &state)
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            state.withLock { state in
+                guard state.routeMonitors[route]?.removeValue(forKey: id) != nil else { return }
+                if state.routeMonitors[route]?.isEmpty == true { state.routeMonitors[route] = nil }
+                removeSubscription(route, in: &state)
+            }
+        }
+        return stream
     }
 
     /// Publishes a value of an own IO source on its associated route; returns false (and drops the value) while

@@ -62,6 +62,8 @@ public enum CoatyError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidName(String)
     /// A Raw topic that is invalid or belongs to the Coaty protocol.
     case invalidRawTopic(String)
+    /// An IO route to monitor that is not a topic one can publish on (empty, or with wildcards).
+    case invalidIoRoute(String)
     /// A value whose form does not match the source: raw bytes for a JSON source or the reverse.
     case ioValueFormatMismatch(sourceId: String)
     case unknownIoPoint(String)
@@ -70,6 +72,7 @@ public enum CoatyError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .invalidName(let name): "invalid name \"\(name)\": must be non-empty without NUL, '+', '#' or '/'"
         case .invalidRawTopic(let topic): "invalid Raw topic \"\(topic)\": must be a valid MQTT topic not starting with 'coaty/'"
+        case .invalidIoRoute(let route): "invalid IO route \"\(route)\": must be an MQTT topic without wildcards"
         case .ioValueFormatMismatch(let sourceId): "IO value format does not match useRawIoValues of source \(sourceId)"
         case .unknownIoPoint(let id): "no IO source or actor \(id) in this agent's IO nodes"
         }

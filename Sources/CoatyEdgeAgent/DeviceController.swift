@@ -16,7 +16,7 @@ import Synchronization
 /// The state of every device is advertised as a `coaty-edge.DeviceStatus` object whenever it changes, and
 /// answered to Discover, so that `coaty-edge observe` and `agents` show failing sensors of every agent.
 final class DeviceController: Controller {
-    static let statusObjectType = "coaty-edge.DeviceStatus"
+    static let statusObjectType = EdgeAgent.deviceStatusObjectType
 
     private let devices: DeviceConfiguration
     private let sources: IoSourceController<ContinuousClock>

@@ -7,6 +7,10 @@ import Logging
 /// A coaty-edge agent as its configuration describes it: its IO sources and actors, its routers with their
 /// rules, its devices, all in one container.
 public enum EdgeAgent {
+    /// The object type of the device status an agent with devices advertises on every change and resolves to
+    /// Discover: `devices: [{label, driver, ioPoints, state: "ok"|"failing", error?}]`.
+    public static let deviceStatusObjectType = "coaty-edge.DeviceStatus"
+
     /// Builds the agent's container; run it (it is a `Service`) or start and stop it.
     public static func make(
         _ configuration: AgentConfiguration,

@@ -18,7 +18,8 @@ import CoatyModel
 ///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30}},
 ///   "controllers": {"<name>": {...}},
 ///   "devices": {...},
-///   "logging": {"level": "info"}
+///   "logging": {"level": "info"},
+///   "metrics": {"port": 9464, "host": "127.0.0.1"}
 /// }
 /// ```
 public struct Configuration: Sendable {
@@ -32,12 +33,28 @@ public struct Configuration: Sendable {
     /// The `devices` section, read by the hardware layer.
     public var devices: JSONCursor?
     public var logLevel: LogLevelName
+    /// Where to serve the metrics in Prometheus's text format; nil serves none.
+    public var metrics: MetricsEndpoint?
 
     public enum LogLevelName: String, Sendable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
     }
 
-    static let topLevelMembers: Set<String> = ["$schema", "common", "communication", "controllers", "devices", "logging"]
+    /// A local HTTP endpoint for `GET /metrics`.
+    public struct MetricsEndpoint: Sendable, Hashable {
+        /// An IPv4 or IPv6 address to listen on; the loopback address unless the metrics should leave the machine.
+        public var host: String
+        public var port: Int
+
+        public init(host: String = "127.0.0.1", port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    static let topLevelMembers: Set<String> = [
+        "$schema", "common", "communication", "controllers", "devices", "logging", "metrics",
+    ]
 
     /// Reads and validates a configuration file.
     public static func load(file path: String) throws(ConfigurationError) -> Configuration {
@@ -75,6 +92,7 @@ public struct Configuration: Sendable {
         self.controllerOptions = controllerOptions.mapValues { JSONCursor(.object($0)) }
         devices = nil
         logLevel = .info
+        metrics = nil
     }
 
     init(document: JSONCursor, source: String) throws(JSONShapeError) {
@@ -110,6 +128,24 @@ public struct Configuration: Sendable {
         } else {
             logLevel = .info
         }
+        metrics = try document.optional("metrics").map(Self.readMetrics)
+    }
+
+    static func readMetrics(_ section: JSONCursor) throws(JSONShapeError) -> MetricsEndpoint {
+        try section.allowOnly(["port", "host"])
+        let port = try section.required("port").integer(in: 1...65535)
+        guard let hostCursor = try section.optional("host") else { return MetricsEndpoint(port: port) }
+        let host = try hostCursor.string()
+        guard isIPAddress(host) else {
+            throw hostCursor.error("\"\(host)\" is not an IPv4 or IPv6 address (such as 127.0.0.1 or ::1)")
+        }
+        return MetricsEndpoint(host: host, port: port)
+    }
+
+    /// Whether `text` is a numeric IPv4 or IPv6 address, as `inet_pton` reads them.
+    static func isIPAddress(_ text: String) -> Bool {
+        var buffer = in6_addr()
+        return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
     }
 
     static func readIoNodes(_ nodes: JSONCursor) throws(JSONShapeError) -> [IoNodeDefinition] {

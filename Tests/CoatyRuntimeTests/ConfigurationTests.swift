@@ -25,7 +25,8 @@ import Testing
             "reconnect": {"minDelay": 0.5, "maxDelay": 60, "maxAttempts": 12}
           },
           "controllers": {"Router": {"ioContext": {"name": "TemperatureMeasurement"}}},
-          "logging": {"level": "debug"}
+          "logging": {"level": "debug"},
+          "metrics": {"port": 9464, "host": "::1"}
         }
         """#
 
@@ -53,6 +54,7 @@ import Testing
         #expect(communication.reconnect.maximumAttempts == 12)
         #expect(configuration.controllerOptions["Router"]?.path.description == "$.controllers.Router")
         #expect(configuration.logLevel == .debug)
+        #expect(configuration.metrics == Configuration.MetricsEndpoint(host: "::1", port: 9464))
     }
 
     @Test func minimalConfigurationGetsCoatyDefaults() throws {
@@ -63,6 +65,13 @@ import Testing
         #expect(configuration.communication.namespace == "-")
         #expect(configuration.communication.keepAlive == .seconds(60))
         #expect(configuration.ioNodes.isEmpty)
+        #expect(configuration.metrics == nil)
+    }
+
+    @Test func metricsListenOnLoopbackUnlessAHostIsGiven() throws {
+        let json = #"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": 9100}}"#
+        let configuration = try Configuration.parse(Array(json.utf8), source: "m.json")
+        #expect(configuration.metrics == Configuration.MetricsEndpoint(host: "127.0.0.1", port: 9100))
     }
 
     @Test(arguments: [
@@ -86,6 +95,11 @@ import Testing
          "m.json: $.common.ioContextNodes.ctx.ioActors[0].objectId: 1 is already used at $.common.ioContextNodes.ctx.ioSources[0]"),
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"ioContextNodes": {"a/b": {}}}}"#, #"m.json: $.common.ioContextNodes["a/b"]: IO context name"#),
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "logging": {"level": "loud"}}"#, #"m.json: $.logging.level: "loud" is not one of"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": 0}}"#, "m.json: $.metrics.port: 0 is out of range 1...65535"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {}}"#, #"m.json: $.metrics: missing required member "port""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": 9464, "host": "localhost"}}"#,
+         #"m.json: $.metrics.host: "localhost" is not an IPv4 or IPv6 address"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": 9464, "path": "/m"}}"#, #"m.json: $.metrics.path: unknown member "path""#),
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "controllers": {"Router": []}}"#, "m.json: $.controllers.Router: expected an object, found array"),
         ("{\n  \"communication\": {\n    \"brokerUrl\": \"mqtt://h\",\n  }\n}", "m.json: not valid JSON: line 4, column 3:"),
     ])

@@ -1,3 +1,4 @@
+import CoatyTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import CoatyTestSupport
 import Foundation
 
 /// Where the repository's deploy files are, and the scratch places the tests make.

@@ -1,5 +1,6 @@
 import CoatyJSON
 import CoatyRuntime
+import CoatyTestSupport
 import Foundation
 import Testing
 

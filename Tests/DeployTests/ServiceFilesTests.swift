@@ -1,3 +1,4 @@
+import CoatyTestSupport
 import Foundation
 import Testing
 
@@ -94,6 +95,7 @@ struct ServiceFilesTests {
         #expect(values("DeviceAllow") == ["char-i2c rw", "char-gpiochip rw"])
         #expect(values("CapabilityBoundingSet") == [""])
         #expect(values("Restart") == ["on-failure"])
+        #expect(values("RestartPreventExitStatus") == ["78"])
         #expect(values("RestrictAddressFamilies") == ["AF_INET AF_INET6 AF_UNIX"])
     }
 }

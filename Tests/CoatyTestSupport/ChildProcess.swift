@@ -3,54 +3,58 @@ import Synchronization
 
 /// A command the tests run: an executable found on `PATH` (with the sbin directories added, where mosquitto lives).
 /// It runs in a process group of its own, which a time limit kills whole.
-struct Command: Sendable, CustomStringConvertible {
-    var arguments: [String]
-    var environment: [String: String] = [:]
-    var directory: URL?
+public struct Command: Sendable, CustomStringConvertible {
+    public var arguments: [String]
+    public var environment: [String: String] = [:]
+    public var directory: URL?
 
-    init(_ arguments: String..., environment: [String: String] = [:], directory: URL? = nil) {
+    public init(_ arguments: String..., environment: [String: String] = [:], directory: URL? = nil) {
         self.init(arguments, environment: environment, directory: directory)
     }
 
-    init(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) {
+    public init(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) {
         self.arguments = arguments
         self.environment = environment
         self.directory = directory
     }
 
-    var description: String { arguments.joined(separator: " ") }
+    public var description: String { arguments.joined(separator: " ") }
 
     /// Runs the command to its end. It is killed if it is not done within `timeout`, which then throws.
-    func run(timeout: Duration = .seconds(60)) async throws -> CommandResult {
+    public func run(timeout: Duration = .seconds(60)) async throws -> CommandResult {
         let child = try await ChildProcess(self)
         return try await child.finished(within: timeout)
     }
 }
 
-struct CommandResult: Sendable {
-    var status: Int32
-    var output: String
-    var errors: String
+public struct CommandResult: Sendable {
+    public var status: Int32
+    public var output: String
+    public var errors: String
 
-    var succeeded: Bool { status == 0 }
-    var outputLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    public var succeeded: Bool { status == 0 }
+    public var outputLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
 }
 
-struct ChildProcessError: Error, CustomStringConvertible {
-    var description: String
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// A running child process whose standard output and error are collected line by line, so that a test can wait for a
 /// line (a broker saying it runs, a client saying it subscribed). Every wait has a time limit: a hang fails the test.
-final class ChildProcess: Sendable {
-    let command: Command
-    let output = OutputLog()
-    let errors = OutputLog()
+public final class ChildProcess: Sendable {
+    public let command: Command
+    public let output = OutputLog()
+    public let errors = OutputLog()
     private let process: Process
     /// Holds nothing; it ends when the process has exited.
     private let exited = OutputLog()
 
-    init(_ command: Command) async throws {
+    public init(_ command: Command) async throws {
         self.command = command
         let process = Process()
         // Foundation starts the child as the leader of a process group of its own, so that a time limit can kill
@@ -75,7 +79,7 @@ final class ChildProcess: Sendable {
         Self.collect(errorPipe.fileHandleForReading, into: errors)
     }
 
-    var processIdentifier: Int32 { process.processIdentifier }
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     /// A child inherits the signal mask of the thread that spawns it, and the threads that run Swift's tasks block
     /// SIGHUP, SIGINT, SIGTERM and the user signals: a broker started from one never sees a reload or a stop. So
@@ -116,7 +120,7 @@ final class ChildProcess: Sendable {
 
     /// Waits for a line of standard output (or of standard error) that contains `text`, and returns it.
     @discardableResult
-    func line(containing text: String, onErrors: Bool = false, within limit: Duration = .seconds(20)) async throws
+    public func line(containing text: String, onErrors: Bool = false, within limit: Duration = .seconds(20)) async throws
         -> String
     {
         let log = onErrors ? errors : output
@@ -126,7 +130,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Waits for the process to end by itself; kills it when `limit` passes first.
-    func finished(within limit: Duration = .seconds(60)) async throws -> CommandResult {
+    public func finished(within limit: Duration = .seconds(60)) async throws -> CommandResult {
         do {
             try await withTimeLimit(limit, "\(command) to finish") {
                 try await self.exited.ended()
@@ -144,7 +148,7 @@ final class ChildProcess: Sendable {
 
     /// Sends `signal` and waits for the process to end.
     @discardableResult
-    func stop(with signal: Int32 = SIGTERM, within limit: Duration = .seconds(20)) async throws -> CommandResult {
+    public func stop(with signal: Int32 = SIGTERM, within limit: Duration = .seconds(20)) async throws -> CommandResult {
         if process.isRunning { kill(process.processIdentifier, signal) }
         return try await finished(within: limit)
     }
@@ -155,7 +159,7 @@ final class ChildProcess: Sendable {
 }
 
 /// What a child wrote to one of its pipes, and the waits for particular lines of it.
-final class OutputLog: Sendable {
+public final class OutputLog: Sendable {
     private enum Expectation {
         case line(containing: String)
         case end
@@ -200,7 +204,7 @@ final class OutputLog: Sendable {
 
     private let state = Mutex(State())
 
-    var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+    public var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
 
     func append(_ data: ArraySlice<UInt8>) {
         let answered = state.withLock { state in
@@ -226,11 +230,11 @@ final class OutputLog: Sendable {
         for (continuation, outcome) in answered { continuation.resume(with: outcome) }
     }
 
-    func line(containing text: String) async throws -> String {
+    public func line(containing text: String) async throws -> String {
         try await wait(for: .line(containing: text))
     }
 
-    func ended() async throws {
+    public func ended() async throws {
         _ = try await wait(for: .end)
     }
 
@@ -257,7 +261,7 @@ final class OutputLog: Sendable {
 }
 
 /// Runs `operation`, or throws when it is not done within `limit` (the operation is cancelled then).
-func withTimeLimit<T: Sendable>(
+public func withTimeLimit<T: Sendable>(
     _ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in

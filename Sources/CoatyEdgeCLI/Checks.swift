@@ -1,0 +1,93 @@
+import CoatyEdgeAgent
+import CoatyJSON
+import CoatyRuntime
+import RoutingRules
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `coaty-edge rules check` and `config check`: the checks the agent makes when it starts, without starting it.
+public enum Checks {
+    /// What a check prints: the summary (standard output) when valid, else one line per problem (standard error).
+    public struct Report: Sendable, Hashable {
+        public var output: String
+        public var errors: String
+        public var status: ExitStatus
+    }
+
+    /// Loads each argument as a router would: a directory as one rule set, a file on its own.
+    public static func rules(_ paths: [String]) -> Report {
+        var output = ""
+        var errors = ""
+        for path in paths {
+            do {
+                let rules = try isDirectory(path) ? RoutingRuleSet.load(directory: path) : RoutingRuleSet.load(files: [path])
+                let files = Set(rules.rules.map(\.origin.file)).count
+                let names = rules.rules.map(\.name).joined(separator: ", ")
+                output += "\(path): \(count(rules.rules.count, "rule")) in \(count(files, "file"))"
+                    + (names.isEmpty ? "\n" : ": \(names)\n")
+            } catch {
+                errors += error.problems.map { $0.description + "\n" }.joined()
+            }
+        }
+        return Report(output: errors.isEmpty ? output : "", errors: errors, status: errors.isEmpty ? .success : .configuration)
+    }
+
+    /// Loads an agent configuration with its routers, rules and devices.
+    public static func configuration(_ file: String) -> Report {
+        let configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.load(file: file)
+        } catch {
+            return Report(output: "", errors: error.description + "\n", status: .configuration)
+        }
+        return Report(output: summary(of: configuration), errors: "", status: .success)
+    }
+
+    static func summary(of configuration: AgentConfiguration) -> String {
+        let base = configuration.base
+        let communication = base.communication
+        var lines = ["\(base.source): OK"]
+        lines.append("  identity   \(base.identity.name) (\(base.identity.objectId))")
+        let scheme = communication.tls == nil ? "mqtt" : "mqtts"
+        lines.append("  broker     \(scheme)://\(communication.host):\(communication.port), namespace \(communication.namespace)")
+        if base.ioNodes.isEmpty { lines.append("  IO nodes   none") }
+        for node in base.ioNodes {
+            lines.append("  IO node    \(node.contextName): \(count(node.ioSources.count, "source")), \(count(node.ioActors.count, "actor"))")
+        }
+        for router in configuration.routers {
+            let rules: String
+            switch router.rules {
+            case .allCompatiblePairs: rules = "every compatible pair"
+            case .directory(let path, let initial): rules = "\(count(initial.rules.count, "rule")) from \(path) (reloaded on change)"
+            case .file(let path, let initial): rules = "\(count(initial.rules.count, "rule")) from \(path)"
+            }
+            lines.append("  router     \(router.name): context \(router.context.name), \(rules)")
+        }
+        if let devices = configuration.devices {
+            lines.append(
+                "  devices    \(count(devices.sensors.count, "sensor")), \(count(devices.outputs.count, "output")), "
+                    + "\(count(devices.inputs.count, "input"))\(devices.emulated ? ", emulated" : "")")
+        } else {
+            lines.append("  devices    none")
+        }
+        if configuration.printsReceivedValues { lines.append("  console    prints the values its actors receive") }
+        lines.append("  logging    \(base.logLevel.rawValue)")
+        lines.append("  metrics    " + (base.metrics.map { "http://\(hostForURL($0.host)):\($0.port)/metrics" } ?? "off"))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
+    }
+
+    static func hostForURL(_ host: String) -> String {
+        host.contains(":") ? "[\(host)]" : host
+    }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}

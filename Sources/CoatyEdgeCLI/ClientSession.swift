@@ -1,0 +1,167 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import CoatyRuntime
+import Logging
+import UnixSignals
+
+/// How a client subcommand reaches the broker: the command-line options, over the `communication` section of an
+/// agent configuration when one is given, over the defaults (`mqtt://127.0.0.1:1883`, namespace "-").
+public struct BrokerSettings: Sendable {
+    public var brokerURL: String?
+    public var namespace: String?
+    /// Observe the events of every namespace (Coaty's cross-namespacing).
+    public var allNamespaces = false
+    public var username: String?
+    public var passwordFile: String?
+    public var caFile: String?
+    public var certFile: String?
+    public var keyFile: String?
+    /// An agent configuration whose `communication` section gives the defaults.
+    public var configurationFile: String?
+
+    public init() {}
+
+    public func communicationOptions() throws(CommandFailure) -> CommunicationOptions {
+        var options = CommunicationOptions()
+        if let configurationFile {
+            do {
+                options = try Configuration.load(file: configurationFile).communication
+            } catch {
+                throw CommandFailure(.configuration, error.description)
+            }
+        }
+        if let brokerURL {
+            let url: MQTTBrokerURL
+            do {
+                url = try MQTTBrokerURL(parsing: brokerURL)
+            } catch {
+                throw CommandFailure(.usage, error.description)
+            }
+            options.host = url.host
+            options.port = url.port
+            if url.usesTLS && options.tls == nil && caFile == nil {
+                throw CommandFailure(.usage, "an mqtts:// broker needs --ca-file")
+            }
+        }
+        if let namespace {
+            guard CoatyName.isValid(namespace) else {
+                throw CommandFailure(.usage, "namespace \"\(namespace)\" must be non-empty without '+', '#' or '/'")
+            }
+            options.namespace = namespace
+        }
+        if allNamespaces { options.shouldEnableCrossNamespacing = true }
+        if let username { options.username = username }
+        if let passwordFile {
+            do {
+                let text = String(decoding: try readFile(passwordFile), as: UTF8.self)
+                options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
+            } catch {
+                throw CommandFailure(.usage, error.description)
+            }
+        }
+        if let caFile {
+            options.tls = MQTTTLSOptions(caFile: caFile, certFile: certFile, keyFile: keyFile)
+        } else if certFile != nil || keyFile != nil {
+            guard var tls = options.tls else { throw CommandFailure(.usage, "--cert-file and --key-file need --ca-file") }
+            tls.certFile = certFile ?? tls.certFile
+            tls.keyFile = keyFile ?? tls.keyFile
+            options.tls = tls
+        }
+        if let tls = options.tls, (tls.certFile == nil) != (tls.keyFile == nil) {
+            throw CommandFailure(.usage, "--cert-file and --key-file go together")
+        }
+        return options
+    }
+}
+
+/// A client subcommand's own agent on the broker ("coaty-edge cli"): it joins like any Coaty agent, so it can
+/// discover, call and update, and leaves with a Deadvertise.
+public struct ClientSession: Sendable {
+    public static let identityName = "coaty-edge cli"
+
+    public let manager: CommunicationManager
+    public let presence: AgentPresence
+
+    public init(options: CommunicationOptions, censusTimeout: Duration = .seconds(3)) {
+        manager = CommunicationManager(
+            identity: Identity(name: Self.identityName), options: options, logger: Logger(label: "coaty-edge.cli"))
+        presence = AgentPresence(manager: manager, censusTimeout: censusTimeout)
+    }
+
+    /// Connects, runs `body` once online, then leaves. Fails with `.unavailable` if the broker does not accept the
+    /// connection within `timeout`.
+    public func run<T: Sendable>(
+        connectTimeout timeout: Duration, _ body: @escaping @Sendable (ClientSession) async throws -> T
+    ) async throws -> T {
+        let states = manager.communicationStates()
+        manager.start()
+        let isOnline = await firstElement(of: states, where: \.isOnline, within: timeout) != nil
+        guard isOnline else {
+            await manager.stop()
+            let options = manager.options
+            throw CommandFailure(.unavailable, "cannot reach the broker at \(options.host):\(options.port) within \(timeout)")
+        }
+        do {
+            let result = try await body(self)
+            await manager.stop()
+            return result
+        } catch {
+            await manager.stop()
+            throw error
+        }
+    }
+}
+
+/// The first element of `sequence` that satisfies `predicate`, or nil when none comes within `timeout`.
+func firstElement<S: AsyncSequence & Sendable>(
+    of sequence: S, where predicate: @escaping @Sendable (S.Element) -> Bool, within timeout: Duration
+) async -> S.Element? where S.Element: Sendable {
+    await withTaskGroup(of: S.Element?.self) { group in
+        group.addTask {
+            do {
+                for try await element in sequence where predicate(element) { return element }
+            } catch {}
+            return nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        return await group.next() ?? nil
+    }
+}
+
+/// Reads a whole file, for the password file.
+func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
+    guard let file = fopen(path, "rb") else {
+        throw CommandFailure(.usage, "cannot read \(path): \(errorText())")
+    }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        bytes += buffer[..<count]
+        guard count == buffer.count else { return bytes }
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs `body` until it returns or SIGINT or SIGTERM arrives, which cancels it (and waits for it to wind up).
+public func untilSignalled(_ body: @escaping @Sendable () async throws -> Void) async throws {
+    let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            for await _ in signals { return }
+        }
+        defer { group.cancelAll() }
+        try await group.next()
+    }
+}

@@ -1,0 +1,73 @@
+import CoatyIORouting
+import CoatyJSON
+import CoatyModel
+
+/// `coaty-edge context get|set`: the shared IoContexts of the routers, read with Discover and changed with Update.
+public enum ContextCommands {
+    /// Members that identify the context or that its router keeps; `set` does not change them.
+    static let protectedKeys: Set<String> = ["coreType", "objectType", "objectId", "name", "parentObjectId", IoRouter.versionProperty]
+
+    /// The IoContexts that answer within `timeout` (all of them, or those named `name`), by name.
+    public static func discover(_ session: ClientSession, name: String?, timeout: Duration) async -> [IoContext] {
+        var found: [String: IoContext] = [:]
+        for await resolve in session.manager.publishDiscover(.coreTypes([.ioContext]), timeout: timeout) {
+            guard let object = resolve.event.object, let context = try? IoContext(object) else { continue }
+            guard name == nil || context.name == name else { continue }
+            found[context.objectId] = context
+        }
+        return found.values.sorted { ($0.name, $0.objectId) < ($1.name, $1.objectId) }
+    }
+
+    /// VALUE as JSON when it is valid JSON (`21.5`, `true`, `"on"`, `{"a": 1}`), else as a string (`on`).
+    public static func parseValue(_ text: String) -> JSONValue {
+        (try? JSONValue(parsing: text)) ?? .string(text)
+    }
+
+    /// Why a key cannot be set, or nil.
+    public static func refusal(forKey key: String) -> String? {
+        guard !key.isEmpty else { return "the key is empty" }
+        guard protectedKeys.contains(key) else { return nil }
+        return key == IoRouter.versionProperty
+            ? "\(key) is kept by the router: it counts the accepted changes"
+            : "\(key) identifies the context and cannot be changed"
+    }
+
+    public enum Outcome: Sendable, Hashable {
+        case completed(IoContext)
+        case refused(String)
+        case noAnswer
+    }
+
+    /// Sends an Update of the whole context with `key` set to `value`, keeping the `contextVersion` it was read with
+    /// so that the router refuses it if the context changed in between, and waits for the router's Complete.
+    public static func set(
+        _ session: ClientSession, context: IoContext, key: String, value: JSONValue, timeout: Duration
+    ) async throws -> Outcome {
+        var updated = context
+        updated[key] = value
+        for await complete in try session.manager.publishUpdate(UpdateEvent(object: updated.object), timeout: timeout) {
+            if let reason = complete.event.privateData?["refused"]?.stringValue {
+                return .refused(reason)
+            }
+            guard let result = try? IoContext(complete.event.object) else { continue }
+            return .completed(result)
+        }
+        return .noAnswer
+    }
+
+    /// The context's version; a context no Update has changed yet has none, which its router counts as 0.
+    public static func version(of context: IoContext) -> Int {
+        context[IoRouter.versionProperty]?.intValue ?? 0
+    }
+
+    /// `NAME version N (objectId ..., router ...)` and one `key: value` line per application property.
+    public static func text(_ context: IoContext) -> String {
+        let version = "version \(version(of: context))"
+        let router = context.parentObjectId.map { ", router \($0)" } ?? ""
+        var lines = ["\(context.name)  \(version)  (objectId \(context.objectId)\(router))"]
+        for member in context.object.json.members where !ContextFormat.coreMembers.contains(member.key) {
+            lines.append("  \(member.key): \(member.value.serialized())")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

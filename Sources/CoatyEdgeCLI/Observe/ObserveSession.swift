@@ -1,0 +1,129 @@
+import CoatyCommunication
+import CoatyEdgeAgent
+import CoatyIORouting
+import CoatyJSON
+import CoatyModel
+
+/// `coaty-edge observe`: feeds what arrives from the broker into an `ObserveModel`, one input at a time, watches
+/// the routes and IO contexts the model asks for, and writes the events (JSON lines or text lines) or a live table.
+public enum ObserveSession {
+    public enum Output: Sendable, Hashable {
+        /// One JSON object per event and line.
+        case json
+        /// One line of text per event.
+        case lines
+        /// A table redrawn in place, for a terminal.
+        case table(title: String)
+    }
+
+    enum Input: Sendable {
+        case presence(PresenceChange)
+        case associate(ReceivedEvent<AssociateEvent>)
+        case value(route: String, payload: [UInt8])
+        case deviceStatus(CoatyObject, from: String)
+        case context(CoatyObject)
+        case router(RouterReport.Answer)
+        case redraw
+    }
+
+    /// How many events other than values the table keeps.
+    static let recentEventCount = 50
+
+    /// Runs until the task is cancelled (Ctrl-C), on a session that is online.
+    public static func run(
+        _ session: ClientSession, filter: ObserveModel.Filter, output: Output,
+        startupTimeout: Duration = .seconds(3), write: @escaping @Sendable (String) -> Void = StandardOutput.write
+    ) async {
+        let manager = session.manager
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
+        var model = ObserveModel(filter: filter, ownAgentId: manager.identity.objectId)
+        var recent: [String] = []
+        if case .table = output { write(LiveTable.enter) }
+
+        await withDiscardingTaskGroup { group in
+            let presenceChanges = session.presence.changes()
+            group.addTask { await session.presence.run() }
+            group.addTask { for await change in presenceChanges { feed.yield(.presence(change)) } }
+            if let statuses = try? manager.observeAdvertise(objectType: EdgeAgent.deviceStatusObjectType) {
+                group.addTask { for await advertise in statuses { feed.yield(.deviceStatus(advertise.event.object, from: advertise.sourceId)) } }
+            }
+            let contexts = manager.observeAdvertise(coreType: .ioContext)
+            group.addTask { for await advertise in contexts { feed.yield(.context(advertise.event.object)) } }
+            // What was there before `observe` started: device status, contexts, coaty-edge routers' associations.
+            group.addTask {
+                let discover = DiscoverEvent.objectTypes([EdgeAgent.deviceStatusObjectType])
+                for await resolve in manager.publishDiscover(discover, timeout: startupTimeout) {
+                    if let object = resolve.event.object { feed.yield(.deviceStatus(object, from: resolve.sourceId)) }
+                }
+            }
+            group.addTask {
+                for await resolve in manager.publishDiscover(.coreTypes([.ioContext]), timeout: startupTimeout) {
+                    if let object = resolve.event.object { feed.yield(.context(object)) }
+                }
+            }
+            if let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout) {
+                group.addTask {
+                    for await returned in answers {
+                        guard case .result(let result) = returned.event.outcome else { continue }
+                        feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
+                    }
+                }
+            }
+            if case .table = output {
+                group.addTask {
+                    while !Task.isCancelled {
+                        feed.yield(.redraw)
+                        try? await Task.sleep(for: .milliseconds(500))
+                    }
+                }
+            }
+
+            for await input in inputs {
+                let now = ClockTime.now()
+                var changes = ObserveModel.Changes()
+                switch input {
+                case .presence(let change):
+                    changes = model.apply(change, at: now)
+                case .associate(let received):
+                    changes = model.apply(received.event, routerId: received.sourceId, at: now)
+                case .value(let route, let payload):
+                    changes.events = model.applyValue(payload, on: route, at: now).map { [$0] } ?? []
+                case .deviceStatus(let object, let agentId):
+                    changes.events = model.apply(deviceStatus: object, from: agentId, at: now).map { [$0] } ?? []
+                case .context(let object):
+                    changes = model.apply(context: object.json, at: now)
+                case .router(let answer):
+                    changes = model.applyRouterAssociations(answer.result, routerId: answer.routerAgentId, at: now)
+                case .redraw:
+                    if case .table(let title) = output {
+                        let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
+                        let size = StandardOutput.terminalSize() ?? (100, 30)
+                        write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
+                    }
+                }
+                for route in changes.newRoutes {
+                    guard let values = try? manager.observeIoRoute(route) else { continue }
+                    group.addTask { for await payload in values { feed.yield(.value(route: route, payload: payload)) } }
+                }
+                for context in changes.newContexts {
+                    guard let associates = try? manager.observeAssociate(ioContextName: context) else { continue }
+                    group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+                }
+                for event in changes.events {
+                    switch output {
+                    case .json:
+                        write(event.json.serialized() + "\n")
+                    case .lines:
+                        write(event.line + "\n")
+                    case .table:
+                        if case .value = event { continue }
+                        recent.append(event.line)
+                        if recent.count > recentEventCount { recent.removeFirst(recent.count - recentEventCount) }
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+        if case .table = output { write(LiveTable.leave) }
+    }
+}

@@ -1,0 +1,27 @@
+import ArgumentParser
+import CoatyEdgeCLI
+
+struct Config: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Agent configuration files.", subcommands: [Check.self])
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check an agent configuration (routers, rules, devices) without starting anything.",
+            discussion: "Prints a summary when it is valid; else each error with file, JSON path and reason, and exits 78.")
+
+        @Argument(help: ArgumentHelp("The agent configuration.", valueName: "file"))
+        var file: String
+
+        func run() throws {
+            try report(Checks.configuration(file))
+        }
+    }
+}
+
+/// Prints a check's report and exits with its status.
+func report(_ report: Checks.Report) throws {
+    if !report.output.isEmpty { StandardOutput.write(report.output) }
+    if !report.errors.isEmpty { StandardError.write(report.errors) }
+    try exit(report.status)
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import CoatyEdgeCLI
+
+struct Observe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Watch the IO values flowing between all agents, associations, agents and device status, live.",
+        discussion: """
+            Works with every Coaty agent: routes are learnt from IoNode advertisements and Associate events. On a \
+            terminal it shows a table (source, value, rate, age, actors) with the latest events; into a pipe, one \
+            line per event; with --json, one JSON object per event and line ("event", "time" in ms, ids and names). \
+            Ctrl-C or SIGTERM stops it.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "Only this IO context.")
+    var context: String?
+
+    @Option(help: ArgumentHelp("Only this IO source, by objectId or name.", valueName: "id-or-name"))
+    var source: String?
+
+    @Option(help: "Only IO sources of this value type.")
+    var valueType: String?
+
+    @Flag(help: "One JSON object per event and line.")
+    var json = false
+
+    func run() async throws {
+        try await perform {
+            let filter = ObserveModel.Filter(context: context, source: source, valueType: valueType)
+            let options = try connection.settings.communicationOptions()
+            let output: ObserveSession.Output
+            if json {
+                output = .json
+            } else if StandardOutput.terminalSize() != nil {
+                let namespace = options.shouldEnableCrossNamespacing ? "all namespaces" : "namespace \(options.namespace)"
+                output = .table(title: "coaty-edge observe  \(options.host):\(options.port)  \(namespace)")
+            } else {
+                output = .lines
+            }
+            try await untilSignalled {
+                try await connection.withSession { session in
+                    await ObserveSession.run(session, filter: filter, output: output)
+                }
+            }
+        }
+    }
+}
+
+struct Agents: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the agents online now with their IO sources and actors and their device status.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: ArgumentHelp("Seconds to wait for the agents' answers.", valueName: "seconds"))
+    var census: Double = 2
+
+    @Flag(help: "One JSON object per agent and line.")
+    var json = false
+
+    func run() async throws {
+        try await perform {
+            let census = Duration.seconds(self.census)
+            let entries = try await connection.withSession(censusTimeout: census) { session in
+                await AgentCensus.take(session, duration: census)
+            }
+            StandardOutput.write(json ? AgentCensus.jsonLines(entries) : AgentCensus.text(entries))
+        }
+    }
+}
+
+struct Context: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read and change the IO contexts the routers share.", subcommands: [Get.self, Set.self])
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the IO contexts (or the one named), with their version and properties.",
+            discussion: "Exits 1 when no context answers.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Option(help: "The IO context's name.")
+        var context: String?
+
+        @Option(help: ArgumentHelp("Seconds to wait for the routers' answers.", valueName: "seconds"))
+        var timeout: Double = 2
+
+        @Flag(help: "Each context as one JSON object per line.")
+        var json = false
+
+        func run() async throws {
+            try await perform {
+                let (name, timeout) = (context, Duration.seconds(self.timeout))
+                let contexts = try await connection.withSession { session in
+                    await ContextCommands.discover(session, name: name, timeout: timeout)
+                }
+                guard !contexts.isEmpty else {
+                    throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
+                }
+                StandardOutput.write(contexts.map { json ? $0.object.description + "\n" : ContextCommands.text($0) }.joined())
+            }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set a property of an IO context; its router re-evaluates the routing.",
+            discussion: """
+                VALUE is read as JSON if it is valid JSON (21.5, true, "emergency", {"a": 1}), else taken as a string. \
+                The whole context is sent as an Update with the contextVersion it was read with, so a change made by \
+                someone else in between is refused. Prints the new version, or why the router refused (exit 1).
+                """)
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Argument(help: "The property to set.")
+        var key: String
+
+        @Argument(help: "Its new value: JSON, or else a string.")
+        var value: String
+
+        @Option(help: "The IO context's name; needed when several contexts answer.")
+        var context: String?
+
+        @Option(help: ArgumentHelp("Seconds to wait for the context and for the router's answer.", valueName: "seconds"))
+        var timeout: Double = 3
+
+        func validate() throws {
+            if let refusal = ContextCommands.refusal(forKey: key) { throw ValidationError(refusal) }
+        }
+
+        func run() async throws {
+            try await perform {
+                let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), Duration.seconds(self.timeout))
+                let line = try await connection.withSession { session -> String in
+                    let contexts = await ContextCommands.discover(session, name: name, timeout: timeout)
+                    guard let target = contexts.first else {
+                        throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
+                    }
+                    guard contexts.count == 1 else {
+                        let names = contexts.map { "\($0.name) (\($0.objectId))" }.joined(separator: ", ")
+                        throw CommandFailure(.usage, "several IO contexts answered: \(names); choose one with --context")
+                    }
+                    switch try await ContextCommands.set(session, context: target, key: key, value: value, timeout: timeout) {
+                    case .completed(let updated):
+                        return "\(updated.name): \(key) = \(value.serialized()) (version \(ContextCommands.version(of: updated)))\n"
+                    case .refused(let reason):
+                        throw CommandFailure(.failure, "\(target.name): the router refused the update: \(reason)")
+                    case .noAnswer:
+                        throw CommandFailure(.failure, "\(target.name): no router answered the update within \(timeout)")
+                    }
+                }
+                StandardOutput.write(line)
+            }
+        }
+    }
+}

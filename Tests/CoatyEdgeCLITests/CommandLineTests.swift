@@ -1,0 +1,245 @@
+import CoatyTestSupport
+import Foundation
+import MQTTTestSupport
+import Testing
+
+/// The built `coaty-edge` run as a child process, each subcommand end to end against a real mosquitto.
+/// Every child is bounded by a time limit.
+@Suite(.serialized) struct CommandLineTests {
+    // MARK: - Checks
+
+    @Test func rulesCheckPrintsEachErrorWithFileJSONPathAndReason() async throws {
+        let scratch = try Scratch()
+        let good = try scratch.write("good/rules.json", Agents.rules)
+        let bad = try scratch.write("bad.json", #"""
+            {"rules": [
+              {"name": "a", "valueType": "*", "condition": {"frobnicate": [1]}},
+              {"name": "b", "valueType": 5, "condition": true}
+            ]}
+            """#)
+
+        let valid = try await Executable.run(["rules", "check", scratch.url.appendingPathComponent("good").path, good])
+        #expect(valid.status == 0)
+        #expect(valid.outputLines == [
+            "\(scratch.url.path)/good: 2 rules in 1 file: temperature-normal, temperature-emergency",
+            "\(good): 2 rules in 1 file: temperature-normal, temperature-emergency",
+        ])
+
+        let invalid = try await Executable.run(["rules", "check", good, bad])
+        #expect(invalid.status == 78)
+        #expect(invalid.output.isEmpty)
+        #expect(invalid.errors == """
+            \(bad): $.rules[0].condition.frobnicate: unknown operator "frobnicate"
+            \(bad): $.rules[1].valueType: expected a string, found number
+
+            """)
+
+        let missing = try await Executable.run(["rules", "check", scratch.url.appendingPathComponent("absent.json").path])
+        #expect(missing.status == 78)
+        #expect(missing.errors.hasPrefix("\(scratch.url.path)/absent.json: cannot read the file: No such file or directory"))
+    }
+
+    @Test func configCheckSummarisesAValidConfigurationAndNamesTheErrorOfAnInvalidOne() async throws {
+        let scratch = try Scratch()
+        try scratch.write("rules/rules.json", Agents.rules)
+        let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
+        let sensors = try scratch.write("sensors.json", Agents.sensors(broker: 1883, extra: #", "metrics": {"port": 9464}"#))
+        let bad = try scratch.write("bad.json", Agents.sensors(broker: 1883).replacingOccurrences(of: "\"0x48\"", with: "\"0x10\""))
+
+        let routerCheck = try await Executable.run(["config", "check", router])
+        #expect(routerCheck.status == 0)
+        #expect(routerCheck.outputLines.first == "\(router): OK")
+        #expect(routerCheck.output.contains("  router     router: context TemperatureMeasurement, 2 rules from \(scratch.url.path)/rules (reloaded on change)\n"))
+
+        let sensorsCheck = try await Executable.run(["config", "check", sensors])
+        #expect(sensorsCheck.status == 0)
+        #expect(sensorsCheck.output.contains("  identity   Temperature sensors (\(Agents.sensorsAgentId))\n"))
+        #expect(sensorsCheck.output.contains("  IO node    TemperatureMeasurement: 1 source, 0 actors\n"))
+        #expect(sensorsCheck.output.contains("  devices    1 sensor, 0 outputs, 0 inputs, emulated\n"))
+        #expect(sensorsCheck.output.contains("  metrics    http://127.0.0.1:9464/metrics\n"))
+
+        let badCheck = try await Executable.run(["config", "check", bad])
+        #expect(badCheck.status == 78)
+        #expect(badCheck.errors == "\(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n")
+
+        // `run` checks the same way before it starts anything.
+        let badRun = try await Executable.run(["run", "--config", bad])
+        #expect(badRun.status == 78)
+        #expect(badRun.errors == "coaty-edge: invalid configuration: \(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n")
+    }
+
+    @Test func clientsSayWhenTheBrokerCannotBeReached() async throws {
+        let port = try freeLoopbackPort()
+        let result = try await Executable.run(["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--connect-timeout", "1"])
+        #expect(result.status == 69)
+        #expect(result.errors.contains("cannot reach the broker at 127.0.0.1:\(port) within 1.0 seconds"))
+        let usage = try await Executable.run(["agents", "--broker", "http://127.0.0.1"])
+        #expect(usage.status == 64)
+    }
+
+    // MARK: - The agent and the clients on a broker
+
+    /// `run` on emulated hardware: systemd hears READY=1, `observe --json` sees the values it publishes, the metrics
+    /// grow, and SIGTERM makes it tell systemd STOPPING=1, deadvertise and exit 0.
+    @Test(.emulatedHardware) func runPublishesValuesObserveShowsThemAndSIGTERMEndsItCleanly() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        try scratch.write("rules/rules.json", Agents.rules)
+        let metricsPort = try freeLoopbackPort()
+        let configs = (
+            router: try scratch.write("router.json", Agents.router(broker: broker.port, rules: "rules")),
+            actor: try scratch.write("actor.json", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
+            sensors: try scratch.write("sensors.json", Agents.sensors(broker: broker.port))
+        )
+        let router = try await Executable.start(["run", "--config", configs.router])
+        let actor = try await Executable.start(["run", "--config", configs.actor])
+        let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify").path)
+        let observe = try await Executable.start(["observe", "--json", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let sensors = try await Executable.start(
+            ["run", "--config", configs.sensors, "--metrics-port", "\(metricsPort)", "--log-level", "debug"],
+            environment: ["NOTIFY_SOCKET": notify.name])
+
+        #expect(try await notify.receive() == "READY=1")
+        let value = try await observe.line(containing: #""event":"value""#, within: .seconds(30))
+        let event = try #require(jsonLines(value).first)
+        #expect(event["sourceId"] as? String == Agents.sourceId)
+        #expect(event["sourceName"] as? String == "Boiler")
+        #expect(event["agentName"] as? String == "Temperature sensors")
+        #expect(event["value"] is Double)
+        #expect(event["time"] is Int)
+
+        let first = try await readCounter(port: metricsPort)
+        try await waitUntil("the read counter to grow") { try await readCounter(port: metricsPort) > first }
+
+        let stopped = try await sensors.stop(with: SIGTERM, within: .seconds(20))
+        #expect(stopped.status == 0, "\(stopped.errors)")
+        #expect(try await notify.receive() == "STOPPING=1")
+        // The agent itself sent the Deadvertise (the broker publishing its will would not be "received from" it).
+        try await broker.waitForLog(
+            containing: "Received PUBLISH from \(Agents.sensorsClientId) (d0, q0, r0, m0, 'coaty/3/-/DAD/\(Agents.sensorsAgentId)'")
+        let left = try await observe.line(containing: #""event":"agentLeft""#)
+        #expect(jsonLines(left).first?["agentId"] as? String == Agents.sensorsAgentId)
+        // The log went to standard error, a line per event with time, level and label.
+        #expect(stopped.errors.contains(" info coaty-edge.Temperature sensors: agent Temperature sensors stopped\n"))
+
+        for child in [observe, actor, router] {
+            #expect(try await child.stop(with: SIGTERM).status == 0)
+        }
+        try await broker.stop()
+    }
+
+    /// `context set` changes the routing: `rules show` and `observe` see the temperature move from the actor for
+    /// normal operation to the one for emergencies; `context get` shows the new version.
+    @Test(.emulatedHardware) func contextSetMovesTheRouting() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        try scratch.write("rules/rules.json", Agents.rules)
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        var children: [CoatyTestSupport.ChildProcess] = []
+        for (name, config) in [
+            ("router", Agents.router(broker: broker.port, rules: "rules")),
+            ("normal", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
+            ("emergency", Agents.actor(broker: broker.port, state: "emergency", id: Agents.emergencyActorId, name: "Emergency")),
+            ("sensors", Agents.sensors(broker: broker.port)),
+        ] {
+            children.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
+        }
+        let observe = try await Executable.start(["observe", "--json", "--context", Agents.contextName] + url)
+        try await observe.line(containing: #""actorId":"\#(Agents.normalActorId)""#, within: .seconds(30))
+
+        let before = try await Executable.run(["rules", "show"] + url)
+        #expect(before.status == 0)
+        #expect(before.output.contains("context TemperatureMeasurement, version 0\n"))
+        #expect(before.output.contains("Boiler → Normal display  rule temperature-normal\n"))
+
+        let set = try await Executable.run(["context", "set", "operatingState", "emergency", "--context", Agents.contextName] + url)
+        #expect(set.status == 0, "\(set.errors)")
+        #expect(set.output == "TemperatureMeasurement: operatingState = \"emergency\" (version 1)\n")
+
+        try await observe.line(containing: #""actorId":"\#(Agents.emergencyActorId)""#, within: .seconds(20))
+        let events = jsonLines(observe.output.text)
+        #expect(events.contains { $0["event"] as? String == "disassociated" && $0["actorId"] as? String == Agents.normalActorId })
+        #expect(events.contains {
+            $0["event"] as? String == "associated" && $0["actorName"] as? String == "Emergency display" && $0["sourceName"] as? String == "Boiler"
+        })
+        #expect(events.contains { $0["event"] as? String == "context" && $0["contextVersion"] as? Int == 1 })
+
+        let after = try await Executable.run(["rules", "show", "--json"] + url)
+        let answer = try #require(jsonLines(after.output).first)
+        let associations = try #require(answer["associations"] as? [[String: Any]])
+        #expect(associations.map { $0["actorId"] as? String } == [Agents.emergencyActorId])
+        #expect(associations.first?["rule"] as? String == "temperature-emergency")
+
+        let get = try await Executable.run(["context", "get", "--context", Agents.contextName] + url)
+        #expect(get.status == 0)
+        #expect(get.outputLines.first?.hasPrefix("TemperatureMeasurement  version 1  (objectId 55555555-5555-4555-8555-555555555555, router ") == true)
+        #expect(get.outputLines.dropFirst().first == "  operatingState: \"emergency\"")
+
+        let unknown = try await Executable.run(["context", "get", "--context", "Nowhere", "--timeout", "0.5"] + url)
+        #expect(unknown.status == 1)
+        #expect(unknown.errors.contains("no IO context named Nowhere answered"))
+
+        for child in [observe] + children {
+            #expect(try await child.stop(with: SIGTERM).status == 0)
+        }
+        try await broker.stop()
+    }
+
+    /// `agents` lists a running agent with its IO nodes and device status; killed with SIGKILL, it is gone: the
+    /// broker publishes its last will, which `observe` reports, and the next `agents` does not list it.
+    @Test(.emulatedHardware) func agentsListsAnAgentUntilItIsKilled() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        let sensors = try await Executable.start(["run", "--config", try scratch.write("sensors.json", Agents.sensors(broker: broker.port))])
+        let observe = try await Executable.start(["observe", "--json"] + url)
+        try await observe.line(containing: #""event":"agentJoined""#, within: .seconds(30))
+
+        let listed = try await Executable.run(["agents", "--json", "--census", "1"] + url)
+        #expect(listed.status == 0)
+        let agents = jsonLines(listed.output)
+        #expect(agents.map { $0["name"] as? String } == ["Temperature sensors"])
+        let agent = try #require(agents.first)
+        #expect(agent["agentId"] as? String == Agents.sensorsAgentId)
+        let nodes = try #require(agent["ioNodes"] as? [[String: Any]])
+        #expect((nodes.first?["ioSources"] as? [[String: Any]])?.first?["name"] as? String == "Boiler")
+        let devices = try #require(agent["devices"] as? [[String: Any]])
+        #expect(devices.first?["label"] as? String == "TMP102 at 0x48 on /dev/i2c-1")
+        #expect(devices.first?["state"] as? String == "ok")
+
+        let text = try await Executable.run(["agents", "--census", "1"] + url)
+        #expect(text.outputLines.first == "Temperature sensors  \(Agents.sensorsAgentId)  namespace -")
+        #expect(text.output.contains("    source Boiler  coaty-edge.Temperature[Celsius]  \(Agents.sourceId)\n"))
+        #expect(text.output.contains("    ok      TMP102 at 0x48 on /dev/i2c-1\n"))
+
+        let killed = try await sensors.stop(with: SIGKILL)
+        #expect(killed.status == 128 + SIGKILL)
+        let left = try await observe.line(containing: #""event":"agentLeft""#, within: .seconds(20))
+        #expect(jsonLines(left).first?["name"] as? String == "Temperature sensors")
+
+        let after = try await Executable.run(["agents", "--census", "1"] + url)
+        #expect(after.output == "no agents online\n")
+
+        #expect(try await observe.stop(with: SIGTERM).status == 0)
+        try await broker.stop()
+    }
+}
+
+/// The sum of `coaty_edge_values_read_total` from the agent's metrics endpoint.
+private func readCounter(port: Int) async throws -> Int {
+    let response = try await httpExchange(port: port, request: "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    guard response.hasPrefix("HTTP/1.1 200 OK") else { throw SocketError("metrics answered: \(response)") }
+    return response.split(separator: "\n")
+        .filter { $0.hasPrefix("coaty_edge_values_read_total{source=\"\(Agents.sourceId)\"} ") }
+        .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+        .reduce(0, +)
+}
+
+/// Polls `condition` until it holds; the limit only guards against hanging.
+private func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw SocketError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}

@@ -1,0 +1,62 @@
+import CoatyTestSupport
+import Foundation
+import MQTTTestSupport
+
+/// The built `coaty-edge`, next to the test bundle in the build products directory (the test target depends on
+/// the executable, so `swift build --build-tests` builds it).
+enum Executable {
+    static let path: String = {
+        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("coaty-edge").path
+    }()
+
+    /// Variables of this process a child must not inherit: the umockdev preload and testbed (so that `run` with
+    /// emulated devices sets them up itself, as it does outside the tests) and systemd's notification socket.
+    static let isolated = ["LD_PRELOAD", "UMOCKDEV_DIR", "COATY_EDGE_UMOCKDEV_REEXECUTED", "NOTIFY_SOCKET"]
+
+    /// Runs `coaty-edge ARGUMENTS` to its end (killed after `timeout`).
+    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+        try await command(arguments, environment: environment).run(timeout: timeout)
+    }
+
+    /// Starts `coaty-edge ARGUMENTS`; every wait on it has a time limit.
+    static func start(_ arguments: [String], environment: [String: String] = [:]) async throws -> CoatyTestSupport.ChildProcess {
+        try await CoatyTestSupport.ChildProcess(command(arguments, environment: environment))
+    }
+
+    /// Children start through env(1), which drops the isolated variables the test does not set itself.
+    static func command(_ arguments: [String], environment: [String: String]) -> Command {
+        let unset = isolated.filter { environment[$0] == nil }.flatMap { ["-u", $0] }
+        return Command(unset + [path] + arguments, environment: environment)
+    }
+}
+
+/// A directory for a test's files, removed at the end.
+final class Scratch: Sendable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Writes a file and returns its path.
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String {
+        let file = url.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: file)
+        return file.path
+    }
+}
+
+/// The objects of `observe --json` output, parsed.
+func jsonLines(_ text: String) -> [[String: Any]] {
+    text.split(separator: "\n").compactMap { line in
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+}
