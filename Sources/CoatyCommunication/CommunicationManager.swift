@@ -159,6 +159,7 @@ public final class CommunicationManager: Sendable {
         enqueue([unjoinMessage(nodes: nodes)])
         drain()
         let isUnjoinSent = state.withLock { $0.isOnline && $0.queue.isEmpty }
+        logger.debug("leaving: Deadvertise \(isUnjoinSent ? "sent" : "queued"), disconnecting \(isUnjoinSent ? "cleanly" : "abruptly")")
         await transport.disconnect(isUnjoinSent ? .clean : .abrupt)
         await connectionTask?.value
 

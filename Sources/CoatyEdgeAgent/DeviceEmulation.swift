@@ -1,6 +1,10 @@
 import EdgeEmulation
 import EdgeHardware
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The hardware of a configuration, emulated: the I2C chips on emulated buses, the GPIO chips, and a sysfs tree
 /// with the 1-Wire devices and thermal zones. The drivers run unchanged against it; a simulated environment

@@ -185,14 +185,19 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
     }
 
-    /// Ends the registered connection as `disconnect` asked: DISCONNECT goes behind everything already queued.
+    /// Ends the registered connection as `disconnect` asked. An abrupt stop shuts the socket down here; a clean
+    /// one is done by the network thread (see `NetworkSession.disconnectCleanly`), which is woken by queueing a
+    /// harmless UNSUBSCRIBE: libmosquitto wakes its loop for every queued packet and offers no other way.
     fileprivate func stopConnection(_ state: borrowing State) {
-        guard let socket = state.socket, let mode = state.stopMode else { return }
+        guard state.socket != nil, let mode = state.stopMode else { return }
         switch mode {
-        case .clean: mosquitto_disconnect(handle)
-        case .abrupt: shutdown(socket, Int32(SHUT_RDWR))
+        case .clean: mosquitto_unsubscribe(handle, nil, Self.wakeTopicFilter)
+        case .abrupt: if let socket = state.socket { shutdown(socket, Int32(SHUT_RDWR)) }
         }
     }
+
+    /// Never subscribed; unsubscribing from it only wakes the network thread.
+    static let wakeTopicFilter = "$coaty-edge/wake"
 
     /// Errors of calls made on behalf of the caller; `.notConnected` covers losing the connection meanwhile.
     private func check(_ rc: Int32) throws(MQTTError) {
@@ -302,14 +307,60 @@ private final class NetworkSession {
         // Wakes for traffic, for `publish` (libmosquitto's wake-up pipe) and before each keepalive ping is due.
         repeat {
             rc = mosquitto_loop(handle, keepAlive * 1000, 1)
-        } while rc == MOSQ_ERR_SUCCESS.rawValue
+        } while rc == MOSQ_ERR_SUCCESS.rawValue && !transport.state.withLock({ $0.stopMode == .clean })
+        if rc == MOSQ_ERR_SUCCESS.rawValue {
+            disconnectCleanly()
+        }
         let reason = refusal ?? MQTTError.message(rc)
-        transport.state.withLock { state in
+        let isCleanStop = transport.state.withLock { state in
             state.connected = false
             state.socket = nil
+            return state.stopMode == .clean
+        }
+        if isCleanStop {
+            Self.closeGracefully(socket)
+        } else {
             close(socket)
         }
         return reason
+    }
+
+    /// Sends everything queued, then DISCONNECT, on this thread.
+    ///
+    /// `mosquitto_disconnect` marks the client disconnected before its DISCONNECT is written, and libmosquitto 2.0
+    /// treats any packet that arrives meanwhile (an UNSUBACK, a value) as a protocol error and closes the socket at
+    /// once, dropping what is still queued: the Deadvertise of an agent that leaves. So the queue is written while
+    /// the client is still active (reading as usual), and after `mosquitto_disconnect` this thread only writes.
+    private func disconnectCleanly() {
+        let handle = transport.handle
+        let deadline = ContinuousClock.now + .seconds(2)
+        while mosquitto_want_write(handle), ContinuousClock.now < deadline {
+            guard mosquitto_loop(handle, 100, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+        }
+        guard mosquitto_disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue else { return }
+        while mosquitto_want_write(handle), ContinuousClock.now < deadline {
+            var writable = pollfd(fd: mosquitto_socket(handle), events: Int16(POLLOUT), revents: 0)
+            guard poll(&writable, 1, 100) >= 0, mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+        }
+    }
+
+    /// Closes the connection after a clean DISCONNECT so that the broker reads everything sent before it.
+    ///
+    /// libmosquitto closes its descriptor right after writing DISCONNECT; data the broker sent meanwhile (an
+    /// UNSUBACK, a value) would still be unread here, and closing a socket with unread data sends a reset, which
+    /// makes the broker drop what it has not read yet: the Deadvertise and the DISCONNECT. This descriptor keeps
+    /// the connection open until the broker closes its side.
+    private static func closeGracefully(_ socket: Int32) {
+        shutdown(socket, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 100) >= 0 else { break }
+            guard descriptor.revents != 0 else { continue }
+            if read(socket, &buffer, buffer.count) <= 0 { break }
+        }
+        close(socket)
     }
 
     func connackReceived(_ code: Int32) {

@@ -50,6 +50,27 @@ import Testing
         try await watcher.disconnect()
     }
 
+    /// Acknowledgements that arrive while the client disconnects must not cost the last publications: libmosquitto
+    /// 2.0 closes the socket on any packet received after `mosquitto_disconnect`, dropping what is still queued.
+    @Test func cleanDisconnectKeepsTheLastPublicationWhileAcknowledgementsArrive() async throws {
+        let broker = try await TestBroker.started()
+        let watcher = try await TestClient.connected(to: broker, subscribingTo: ["last/#"])
+        for round in 0..<20 {
+            let transport = try MosquittoTransport()
+            let clientId = "leaving-\(round)"
+            try transport.connect(broker.connectOptions(clientId: clientId)) { _ in }
+            for await event in transport.connectionEvents where event == .connected { break }
+            let filters = (0..<50).map { "busy/\($0)" }
+            for filter in filters { try transport.subscribe(filter) }
+            for filter in filters { try transport.unsubscribe(filter) }
+            try transport.publish(MQTTMessage(topic: "last/\(round)", payload: Array("bye".utf8)))
+            await transport.disconnect(.clean)
+            #expect(try await watcher.nextMessage().topic == "last/\(round)")
+            try await broker.waitForLog(containing: "Received DISCONNECT from \(clientId)")
+        }
+        try await watcher.disconnect()
+    }
+
     @Test func reconnectsAfterBrokerRestartsAndSubscribesAgain() async throws {
         let broker = try await TestBroker.started()
         let client = try await TestClient.connected(to: broker, subscribingTo: ["echo"])
