@@ -57,6 +57,10 @@ let package = Package(
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
         // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+        // The agent against a bare libmosquitto client on one broker: `swift run -c release coaty-edge-bench`.
+        .executableTarget(
+            name: "coaty-edge-bench",
+            dependencies: ["CMosquitto", "CoatyIORouting", .product(name: "Logging", package: "swift-log")]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication"], path: "Tests/CoatyTestSupport"),
