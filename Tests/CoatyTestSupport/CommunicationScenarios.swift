@@ -41,9 +41,12 @@ public struct CommunicationScenarios: Sendable {
             makeTransport: makeTransport)
     }
 
+    /// Starts the managers and returns once each is online and the broker has applied its subscriptions: being
+    /// online alone does not order them before another connection's publications.
     public func online(_ managers: CommunicationManager...) async throws {
         for manager in managers { manager.start() }
         try await poll { managers.allSatisfy { $0.communicationState == .online } }
+        for manager in managers { try await brokerSync(manager) }
     }
 
     public func stop(_ managers: CommunicationManager...) async {
