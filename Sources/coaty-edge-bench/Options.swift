@@ -11,9 +11,9 @@ struct BenchmarkOptions: Sendable {
     /// Measured rounds per figure, after one warm-up round; the median round is reported.
     var rounds = 5
     /// Requests per latency round, one in flight.
-    var requests = 2_000
+    var requests = 5_000
     /// Messages per throughput round.
-    var messages = 20_000
+    var messages = 50_000
     /// Messages a publisher may have on their way (published, not yet received): the flow control that both the
     /// bare clients and the agents get.
     var window = 1_000
@@ -31,10 +31,10 @@ struct BenchmarkOptions: Sendable {
         throughput, and IoValues routed across three agents.
 
           --rounds N       measured rounds per figure, after one warm-up round (default 5); the median round is shown
-          --requests N     requests per latency round, one in flight (default 2000)
-          --messages N     messages per throughput round (default 20000)
+          --requests N     requests per latency round, one in flight (default 5000)
+          --messages N     messages per throughput round (default 50000)
           --window N       messages in flight during a throughput round, for every publisher (default 1000)
-          --quick          --rounds 3 --requests 500 --messages 5000
+          --quick          --rounds 3 --requests 1000 --messages 10000
           --only LIST      comma-separated scenarios: round-trip, throughput, routing (default all)
           --broker URL     use this broker (mqtt://host:port) instead of starting mosquitto on 127.0.0.1
           --stock-broker   start mosquitto without coaty-edge's set_tcp_nodelay true (Nagle's algorithm on)
@@ -61,8 +61,8 @@ struct BenchmarkOptions: Sendable {
             case "--window": window = try count(of: argument)
             case "--quick":
                 rounds = 3
-                requests = 500
-                messages = 5_000
+                requests = 1_000
+                messages = 10_000
             case "--only":
                 var chosen = Set<Scenario>()
                 for name in try value(of: argument).split(separator: ",") {
