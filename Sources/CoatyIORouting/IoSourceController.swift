@@ -88,27 +88,30 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     @discardableResult
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
         let now = clock.now
-        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, Bool)? in
-            guard var source = state.sources[sourceId] else { throw .unknownIoPoint(sourceId) }
+        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?)? in
+            guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
+            // The entry is changed in place: copying it out and back cost as much as the rest of a publication.
+            let source = state.sources.values[index].source
             switch value {
-            case .raw: guard source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            case .json: guard !source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
             }
             guard let manager = state.manager else { return nil }
-            defer { state.sources[sourceId] = source }
-            switch source.pipeline.push(value, at: now) {
+            switch state.sources.values[index].pipeline.push(value, at: now) {
             case .dropped:
-                source.dropped += 1
+                state.sources.values[index].dropped += 1
                 return nil
             case .publishNow(let value):
-                return (source.source, manager, value, false)
+                return (source, manager, value)
             case .scheduled:
-                let needsTimer = source.timer == nil
-                if needsTimer { source.timer = makeTimer(for: sourceId, generation: source.timerGeneration) }
-                return (source.source, manager, nil, true)
+                if state.sources.values[index].timer == nil {
+                    state.sources.values[index].timer = makeTimer(
+                        for: sourceId, generation: state.sources.values[index].timerGeneration)
+                }
+                return (source, manager, nil)
             }
         }
-        guard let (source, manager, immediate, _) = outcome else { return false }
+        guard let (source, manager, immediate) = outcome else { return false }
         if let immediate { try manager.publishIoValue(immediate, of: source) }
         return true
     }
