@@ -19,8 +19,17 @@ enum BenchmarkError: Error, CustomStringConvertible {
 }
 
 func monotonicNanoseconds() -> UInt64 {
+    nanoseconds(CLOCK_MONOTONIC)
+}
+
+/// CPU time of every thread of this process (the broker runs in its own).
+func processCPUNanoseconds() -> UInt64 {
+    nanoseconds(CLOCK_PROCESS_CPUTIME_ID)
+}
+
+private func nanoseconds(_ clock: clockid_t) -> UInt64 {
     var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
+    clock_gettime(clock, &time)
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
@@ -51,6 +60,8 @@ struct ThroughputRound: Sendable {
     var sent: Int
     var delivered: Int
     var seconds: Double
+    /// CPU time this process spent on the round (publisher, receiver and their network threads), per message.
+    var cpuMicrosecondsPerMessage: Double
 
     var lost: Int { sent - delivered }
     var perSecond: Double { Double(delivered) / seconds }
@@ -96,6 +107,7 @@ final class DeliveryProbe: Sendable {
         expected.store(count, ordering: .relaxed)
         for _ in 0..<window { credits.signal() }
 
+        let cpuStart = processCPUNanoseconds()
         let start = monotonicNanoseconds()
         var sent = 0
         while sent < count, credits.wait(timeout: .now() + stallTimeout) == .success {
@@ -104,9 +116,12 @@ final class DeliveryProbe: Sendable {
         }
         let publishingEnded = monotonicNanoseconds()
         let isComplete = completed.wait(timeout: .now() + stallTimeout) == .success
+        let cpu = processCPUNanoseconds() - cpuStart
         let end = isComplete ? completion.load(ordering: .relaxed) : publishingEnded
         expected.store(.max, ordering: .relaxed)
-        return ThroughputRound(sent: count, delivered: received.load(ordering: .relaxed), seconds: Double(end - start) / 1e9)
+        return ThroughputRound(
+            sent: count, delivered: received.load(ordering: .relaxed), seconds: Double(end - start) / 1e9,
+            cpuMicrosecondsPerMessage: Double(cpu) / 1000 / Double(count))
     }
 }
 

@@ -59,7 +59,7 @@ extension Report {
     }
 
     private var throughputHeader: String {
-        row("", ["values/s", "lost", "", "rounds", "ratio"])
+        row("", ["values/s", "lost", "CPU/value", "rounds", "ratio"])
     }
 
     private func latencyRow(_ name: String, _ figure: Figure, baseline: Figure?) -> String {
@@ -76,7 +76,7 @@ extension Report {
         guard let median = throughput(figure), let rounds = throughputs[figure] else { return row(name, ["not measured"]) }
         let rates = rounds.map(\.perSecond)
         var cells = [
-            grouped(median.perSecond), "\(median.lost)", "",
+            grouped(median.perSecond), "\(median.lost)", micro(median.cpuMicrosecondsPerMessage),
             "\(grouped(rates.min() ?? .nan))-\(grouped(rates.max() ?? .nan))",
         ]
         if baseline != nil { cells.append(times(throughputRatio(figure))) }
@@ -143,6 +143,7 @@ extension Report {
             if let median = throughput(figure), let rounds = throughputs[figure] {
                 var entry: JSONObject = [
                     "valuesPerSecond": .number(median.perSecond), "sent": .number(Double(median.sent)),
+                    "cpuMicrosecondsPerValue": .number(median.cpuMicrosecondsPerMessage),
                     "lost": .number(Double(median.lost)), "roundsValuesPerSecond": .array(rounds.map { .number($0.perSecond) }),
                 ]
                 if figure.baseline != nil { entry["ratio"] = throughputRatio(figure).map(JSONValue.number) ?? .null }
