@@ -10,6 +10,8 @@ final class Agents: Sendable {
     static let pingChannel = "coaty-edge-bench-ping"
     static let pongChannel = "coaty-edge-bench-pong"
     static let echoOperation = "coaty-edge.bench.echo"
+    static let directContext = "coaty-edge-bench-direct"
+    static let routedContext = "coaty-edge-bench-routed"
     /// The value type of coaty-edge's temperature sensors: the actor controller checks that values are numbers.
     static let valueType = EdgeValueType.temperature
 
@@ -46,10 +48,10 @@ final class Agents: Sendable {
         (self.sources, self.actors) = (sources, actors)
         let a = CommunicationManager(
             identity: Identity(name: "bench A"), options: options,
-            ioNodes: [IoNodeDefinition(contextName: "coaty-edge-bench-direct", ioSources: [directSource])])
+            ioNodes: [IoNodeDefinition(contextName: Self.directContext, ioSources: [directSource])])
         let b = CommunicationManager(
             identity: Identity(name: "bench B"), options: options,
-            ioNodes: [IoNodeDefinition(contextName: "coaty-edge-bench-direct", ioActors: [directActor])])
+            ioNodes: [IoNodeDefinition(contextName: Self.directContext, ioActors: [directActor])])
         (self.a, self.b) = (a, b)
         pongs = try a.observeChannel(Self.pongChannel)
         let pings = try b.observeChannel(Self.pingChannel)
@@ -69,19 +71,18 @@ final class Agents: Sendable {
             }
         }
 
-        let routedContext = "coaty-edge-bench-routed"
         func configuration(_ name: String, _ nodes: [IoNodeDefinition]) -> Configuration {
             Configuration(identity: Identity(name: name), ioNodes: nodes, communication: options)
         }
         sourceAgent = try await Container.resolve(
-            configuration: configuration("bench source", [IoNodeDefinition(contextName: routedContext, ioSources: [routedSource])]),
+            configuration: configuration("bench source", [IoNodeDefinition(contextName: Self.routedContext, ioSources: [routedSource])]),
             controllers: [("Sources", sources)])
         actorAgent = try await Container.resolve(
-            configuration: configuration("bench actor", [IoNodeDefinition(contextName: routedContext, ioActors: [routedActor])]),
+            configuration: configuration("bench actor", [IoNodeDefinition(contextName: Self.routedContext, ioActors: [routedActor])]),
             controllers: [("Actors", actors)])
         routerAgent = try await Container.resolve(
             configuration: configuration("bench router", []),
-            controllers: [("Router", IoRouter(context: IoContext(name: routedContext), rules: IoAssociationRules.all))])
+            controllers: [("Router", IoRouter(context: IoContext(name: Self.routedContext), rules: IoAssociationRules.all))])
     }
 
     /// Starts every agent and returns once events and values flow on every path.
@@ -94,7 +95,7 @@ final class Agents: Sendable {
 
         let route = CoatyTopic.ioValueRoute(namespace: a.options.namespace, sourceId: directSource.objectId)
         try await a.publishAssociate(AssociateEvent(
-            ioContextName: "coaty-edge-bench-direct", ioSourceId: directSource.objectId, ioActorId: directActor.objectId,
+            ioContextName: Self.directContext, ioSourceId: directSource.objectId, ioActorId: directActor.objectId,
             associatingRoute: route, updateRate: nil))
         try await waitUntil("the direct association") {
             a.ioState(of: directSource.objectId).hasAssociations && b.ioState(of: directActor.objectId).hasAssociations
@@ -136,7 +137,9 @@ final class Agents: Sendable {
 
     // MARK: - Round trips
 
-    /// A Channel event from A, answered by B with a Channel event that A observes.
+    /// A Channel event from A, answered by B with a Channel event that A observes: the headline round trip, as it
+    /// puts the same packets on the wire as the bare pair (one publication each way on subscriptions made
+    /// beforehand), so that what it adds is the agent's own work.
     func channelRoundTrips(_ count: Int) async throws -> LatencyRound {
         try await withDeadline("Channel round trips") { [self] in
             var answers = pongs.makeAsyncIterator()
@@ -152,7 +155,9 @@ final class Agents: Sendable {
         }
     }
 
-    /// A Call from A, answered by B with a Return; each call subscribes to its own response topic, as in Coaty.
+    /// A Call from A, answered by B with a Return: Coaty's remote operation call. Each call subscribes to its own
+    /// response topic before it publishes and unsubscribes after the answer, as in Coaty JS: two more packets and
+    /// two subscription changes at the broker per call.
     func callRoundTrips(_ count: Int) async throws -> LatencyRound {
         let call = CallEvent(operation: Self.echoOperation, parameters: ["value": 21.5])
         return try await withDeadline("Call/Return round trips") { [self] in

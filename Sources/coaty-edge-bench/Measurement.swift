@@ -93,8 +93,6 @@ final class DeliveryProbe: Sendable {
         }
     }
 
-    var deliveries: Int { received.load(ordering: .relaxed) }
-
     /// Publishes `count` messages, each once a credit is free, and waits for them at the receiver. Blocks: run it
     /// on a thread of its own. A publisher stalled by `stallTimeout` (lost messages hold their credits) ends the
     /// round early; the messages missing at the end count as lost.
