@@ -67,6 +67,10 @@ let package = Package(
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
         // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+        // The agent against a bare libmosquitto client on one broker: `swift run -c release coaty-edge-bench`.
+        .executableTarget(
+            name: "coaty-edge-bench",
+            dependencies: ["CMosquitto", "CoatyIORouting", .product(name: "Logging", package: "swift-log")]),
 
         // The agent as its configuration file describes it: controllers, routers with rule files, devices.
         .target(

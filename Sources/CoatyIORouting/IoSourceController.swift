@@ -110,23 +110,27 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
         let now = clock.now
         let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, SourceCounters)? in
-            guard var source = state.sources[sourceId] else { throw .unknownIoPoint(sourceId) }
+            guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
+            // The entry is changed in place: copying it out and back cost as much as the rest of a publication.
+            let source = state.sources.values[index].source
             switch value {
-            case .raw: guard source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            case .json: guard !source.source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
             }
             guard let manager = state.manager else { return nil }
-            defer { state.sources[sourceId] = source }
-            switch source.pipeline.push(value, at: now) {
+            switch state.sources.values[index].pipeline.push(value, at: now) {
             case .dropped:
-                source.dropped += 1
-                source.counters.dropped.increment()
+                state.sources.values[index].dropped += 1
+                state.sources.values[index].counters.dropped.increment()
                 return nil
             case .publishNow(let value):
-                return (source.source, manager, value, source.counters)
+                return (source, manager, value, state.sources.values[index].counters)
             case .scheduled:
-                if source.timer == nil { source.timer = makeTimer(for: sourceId, generation: source.timerGeneration) }
-                return (source.source, manager, nil, source.counters)
+                if state.sources.values[index].timer == nil {
+                    state.sources.values[index].timer = makeTimer(
+                        for: sourceId, generation: state.sources.values[index].timerGeneration)
+                }
+                return (source, manager, nil, state.sources.values[index].counters)
             }
         }
         guard let (source, manager, immediate, counters) = outcome else { return false }

@@ -92,6 +92,20 @@ import Testing
         #expect(rejection.description.count < 220)
     }
 
+    /// A combining mark after `/` or `:` does not glue the separator to the next level: the broker and Coaty JS
+    /// split at the bytes.
+    @Test func topicLevelsSplitAtTheSeparatorBytes() {
+        let topic = "coaty/3/-/CHN:\u{301}temperature/\u{301}\(Self.agent)"
+        guard case .success(.event(let parsed, .channel(let channel))) = decode(topic, #"{"objects":[]}"#) else {
+            Issue.record("rejected \(topic)")
+            return
+        }
+        #expect(parsed.filter == "\u{301}temperature")
+        #expect(channel.channelId == "\u{301}temperature")
+        #expect(parsed.sourceId == "\u{301}\(Self.agent)")
+        #expect(parsed.description == topic)
+    }
+
     @Test func ioValueAndRawTopicsPassThroughUndecoded() {
         let bytes: [UInt8] = [0xFF, 0x00, 0x41]
         #expect(CoatyCodec.decode(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes) == .success(.ioValue(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes)))

@@ -41,7 +41,8 @@ public struct CommunicationScenarios: Sendable {
             makeTransport: makeTransport)
     }
 
-    /// Starts the managers and returns once the broker applied their subscriptions.
+    /// Starts the managers and returns once each is online and the broker has applied its subscriptions: being
+    /// online alone does not order them before another connection's publications.
     public func online(_ managers: CommunicationManager...) async throws {
         for manager in managers { manager.start() }
         try await poll { managers.allSatisfy { $0.communicationState == .online } }

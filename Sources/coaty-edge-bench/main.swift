@@ -1,0 +1,31 @@
+// The agent against a bare libmosquitto client on the same broker: `swift run -c release coaty-edge-bench`.
+import Glibc
+import Logging
+
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
+
+let options: BenchmarkOptions
+do {
+    options = try BenchmarkOptions(arguments: CommandLine.arguments.dropFirst())
+} catch {
+    if let message = error.message {
+        writeStandardError("coaty-edge-bench: \(message)\n\n\(BenchmarkOptions.usage)\n")
+        exit(2)
+    }
+    print(BenchmarkOptions.usage)
+    exit(0)
+}
+
+do {
+    let report = try await runBenchmarks(options)
+    endProgress()
+    print(options.json ? report.json.serialized() : report.text)
+} catch {
+    endProgress()
+    writeStandardError("coaty-edge-bench: \(error)\n")
+    exit(1)
+}
