@@ -22,6 +22,8 @@ struct BenchmarkOptions: Sendable {
     /// Starts mosquitto as installed, without coaty-edge's `set_tcp_nodelay true`.
     var stockBroker = false
     var scenarios = Set(Scenario.allCases)
+    /// Only these figures of the chosen scenarios (nil: all), so that a profiler sees one path at a time.
+    var figures: Set<Figure>?
     var json = false
 
     static let usage = """
@@ -36,6 +38,8 @@ struct BenchmarkOptions: Sendable {
           --window N       messages in flight during a throughput round, for every publisher (default 1000)
           --quick          --rounds 3 --requests 1000 --messages 10000
           --only LIST      comma-separated scenarios: round-trip, throughput, routing (default all)
+          --figures LIST   only these figures of the scenarios, for a profiler (perf stat, valgrind): comma-separated
+                           names as in --json (bareRoundTrip, channelRoundTrip, directThroughput, ...)
           --broker URL     use this broker (mqtt://host:port) instead of starting mosquitto on 127.0.0.1
           --stock-broker   start mosquitto without coaty-edge's set_tcp_nodelay true (Nagle's algorithm on)
           --json           print the figures as one JSON object
@@ -72,6 +76,16 @@ struct BenchmarkOptions: Sendable {
                     chosen.insert(scenario)
                 }
                 scenarios = chosen
+            case "--figures":
+                var chosen = Set<Figure>()
+                for name in try value(of: argument).split(separator: ",") {
+                    guard let figure = Figure(rawValue: String(name)) else {
+                        let names = Figure.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw UsageError("unknown figure \"\(name)\"; choose from \(names)")
+                    }
+                    chosen.insert(figure)
+                }
+                figures = chosen
             case "--broker":
                 let url = try value(of: argument)
                 do {

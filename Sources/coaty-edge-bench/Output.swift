@@ -14,7 +14,7 @@ extension Report {
             "coaty-edge-bench: libmosquitto \(libmosquitto), \(broker)",
             "best of \(options.rounds) rounds (lowest p50, highest rate) after a warm-up round; the figures take turns each round",
         ]
-        if latency(.bareRoundTrip) != nil {
+        if hasAny(latency: [.bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .callRoundTrip]) {
             lines += [
                 "",
                 "1. Event round trip, one request in flight, \(options.requests) per round (payload \(payloads["roundTrip"] ?? 0) bytes)",
@@ -26,7 +26,7 @@ extension Report {
                 verdict("Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50), atMost: Target.roundTripRatio),
             ]
         }
-        if throughput(.directThroughput) != nil {
+        if hasAny(throughput: [.directThroughput]) {
             lines += [
                 "",
                 "2. IoValue throughput, \(options.messages) values of \(payloads["value"] ?? 0) bytes per round, at most \(options.window) in flight",
@@ -36,7 +36,7 @@ extension Report {
                 verdict("IoValue throughput", throughputRatio(.directThroughput), atLeast: Target.throughputRatio),
             ]
         }
-        if latency(.routedOneWay) != nil {
+        if hasAny(latency: [.bareOneWay, .directOneWay, .routedOneWay]) || hasAny(throughput: [.routedThroughput]) {
             lines += [
                 "",
                 "3. IoValues routed by an IoRouter (IoAssociationRules.all) across three agents",
@@ -53,6 +53,9 @@ extension Report {
         }
         return lines.joined(separator: "\n")
     }
+
+    private func hasAny(latency figures: [Figure]) -> Bool { figures.contains { latencies[$0] != nil } }
+    private func hasAny(throughput figures: [Figure]) -> Bool { figures.contains { throughputs[$0] != nil } }
 
     private var latencyHeader: String {
         row("", ["p50", "p99", "mean", "p50 of rounds", "ratio p50", "p99", "mean"])

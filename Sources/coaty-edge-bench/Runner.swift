@@ -94,6 +94,11 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
         throughputs.append((.routedThroughput, { @Sendable in try await agents.floodRouted(options.messages, window: options.window) }))
     }
 
+    if let chosen = options.figures {
+        latencies.removeAll { !chosen.contains($0.0) }
+        throughputs.removeAll { !chosen.contains($0.0) }
+    }
+
     for round in 0...options.rounds {
         let label = round == 0 ? "warm-up round" : "round \(round) of \(options.rounds)"
         for (figure, measurement) in latencies {
