@@ -33,13 +33,13 @@ public struct JSONObject: Sendable {
     /// Gets a member; setting `nil` removes it (JSON `null` is `.null`, not `nil`).
     public subscript(key: String) -> JSONValue? {
         get {
-            for member in members where member.key.utf8.elementsEqual(key.utf8) {
+            for member in members where member.key.hasSameCodeUnits(as: key) {
                 return member.value
             }
             return nil
         }
         set {
-            if let index = members.firstIndex(where: { $0.key.utf8.elementsEqual(key.utf8) }) {
+            if let index = members.firstIndex(where: { $0.key.hasSameCodeUnits(as: key) }) {
                 if let newValue {
                     members[index].value = newValue
                 } else {
@@ -52,7 +52,7 @@ public struct JSONObject: Sendable {
     }
 
     public func contains(key: String) -> Bool {
-        members.contains { $0.key.utf8.elementsEqual(key.utf8) }
+        members.contains { $0.key.hasSameCodeUnits(as: key) }
     }
 
     /// Adds a member with a new key where JavaScript would put it.
@@ -94,6 +94,19 @@ public struct JSONObject: Sendable {
             result[member.key] = member.value
         }
         return result
+    }
+}
+
+extension String {
+    /// Equality of the UTF-8 code units, as JavaScript compares keys (`==` also equates canonically equivalent
+    /// strings). Member lookups run this for every key of every object read, so it compares lengths first and
+    /// then the contiguous bytes, instead of walking two UTF-8 views element by element.
+    func hasSameCodeUnits(as other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        let contiguous = utf8.withContiguousStorageIfAvailable { bytes in
+            other.utf8.withContiguousStorageIfAvailable { otherBytes in bytes.elementsEqual(otherBytes) }
+        }
+        return contiguous.flatMap { $0 } ?? utf8.elementsEqual(other.utf8)
     }
 }
 

@@ -341,6 +341,15 @@ extension JSONObject {
     /// Builds an object from parsed members: a repeated key keeps its first position and its last value.
     init(uniquing parsed: [Member]) {
         if parsed.count <= 16 {
+            // The common case, members with distinct keys that are no array indices, keeps the parsed array.
+            let isPlain = parsed.indices.allSatisfy { index in
+                Self.arrayIndex(parsed[index].key) == nil
+                    && !parsed[..<index].contains { $0.key.hasSameCodeUnits(as: parsed[index].key) }
+            }
+            if isPlain {
+                self.init(uncheckedMembers: parsed)
+                return
+            }
             self.init()
             for member in parsed { self[member.key] = member.value }
             return
@@ -377,7 +386,7 @@ private struct CodeUnitKey: Hashable {
     }
 
     static func == (lhs: CodeUnitKey, rhs: CodeUnitKey) -> Bool {
-        lhs.key.utf8.elementsEqual(rhs.key.utf8)
+        lhs.key.hasSameCodeUnits(as: rhs.key)
     }
 
     func hash(into hasher: inout Hasher) {

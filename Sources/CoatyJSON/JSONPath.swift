@@ -14,11 +14,17 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
     public static let root = JSONPath()
 
     public func appending(_ key: String) -> JSONPath {
-        JSONPath(components + [.key(key)])
+        appending(.key(key))
     }
 
     public func appending(_ index: Int) -> JSONPath {
-        JSONPath(components + [.index(index)])
+        appending(.index(index))
+    }
+
+    public func appending(_ component: Component) -> JSONPath {
+        var path = self
+        path.components.append(component)
+        return path
     }
 
     public var description: String {
@@ -64,11 +70,26 @@ public struct JSONShapeError: Error, Sendable, Equatable, CustomStringConvertibl
 /// a value is wrong.
 public struct JSONCursor: Sendable {
     public let value: JSONValue
-    public let path: JSONPath
+    /// The path is kept as the parent's path and the last step, and put together only when asked for (by an
+    /// error, or a reader going deeper): every received event is validated through cursors, and most of its
+    /// members are read once and never need their path.
+    private let parentPath: JSONPath
+    private let lastStep: JSONPath.Component?
 
     public init(_ value: JSONValue, path: JSONPath = .root) {
         self.value = value
-        self.path = path
+        parentPath = path
+        lastStep = nil
+    }
+
+    private init(_ value: JSONValue, in parentPath: JSONPath, at step: JSONPath.Component) {
+        self.value = value
+        self.parentPath = parentPath
+        lastStep = step
+    }
+
+    public var path: JSONPath {
+        lastStep.map { parentPath.appending($0) } ?? parentPath
     }
 
     public func error(_ reason: String) -> JSONShapeError {
@@ -78,7 +99,7 @@ public struct JSONCursor: Sendable {
     /// The member if present (a `null` member counts as present).
     public func optional(_ key: String) throws(JSONShapeError) -> JSONCursor? {
         let object = try object()
-        return object[key].map { JSONCursor($0, path: path.appending(key)) }
+        return object[key].map { JSONCursor($0, in: path, at: .key(key)) }
     }
 
     public func required(_ key: String) throws(JSONShapeError) -> JSONCursor {
@@ -93,12 +114,14 @@ public struct JSONCursor: Sendable {
 
     /// The members in order, each with its path.
     public func members() throws(JSONShapeError) -> [(key: String, value: JSONCursor)] {
-        try object().map { ($0.key, JSONCursor($0.value, path: path.appending($0.key))) }
+        let path = path
+        return try object().map { ($0.key, JSONCursor($0.value, in: path, at: .key($0.key))) }
     }
 
     public func elements() throws(JSONShapeError) -> [JSONCursor] {
         guard case .array(let array) = value else { throw mismatch("an array") }
-        return array.enumerated().map { JSONCursor($1, path: path.appending($0)) }
+        let path = path
+        return array.enumerated().map { JSONCursor($1, in: path, at: .index($0)) }
     }
 
     public func string() throws(JSONShapeError) -> String {

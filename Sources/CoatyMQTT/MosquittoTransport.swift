@@ -125,14 +125,25 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
     }
 
+    /// libmosquitto checks the topic as it publishes (UTF-8, control characters, wildcards, length), so the
+    /// connected path leaves that to it and only guards against a NUL, which would cut the C string short. Offline,
+    /// the same checks run here, so that a bad topic is reported as such rather than queued by the caller.
     public func publish(_ message: MQTTMessage) throws(MQTTError) {
-        try Self.checkTopicName(message.topic)
         try Self.checkPayloadSize(message.payload)
-        guard state.withLock({ $0.connected }) else { throw .notConnected }
-        let rc = message.payload.withUnsafeBytes { payload in
-            mosquitto_publish(handle, nil, message.topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+        guard state.withLock({ $0.connected }) else {
+            try Self.checkTopicName(message.topic)
+            throw .notConnected
         }
-        try check(rc)
+        let rc = message.topic.withCString { topic in
+            guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
+            return message.payload.withUnsafeBytes { payload in
+                mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+            }
+        }
+        switch rc {
+        case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
+        default: try check(rc)
+        }
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {

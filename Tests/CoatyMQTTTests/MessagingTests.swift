@@ -100,12 +100,14 @@ import Testing
         try await publisher.disconnect()
     }
 
+    static let invalidTopics = [
+        "", "a/+", "a/#", "+", "#", "a/b+", "a\u{0}b", "a\u{1}b", "a\u{9F}", "\u{FFFF}",
+        String(repeating: "t", count: 65_536),
+    ]
+
     @Test func rejectsInvalidTopics() throws {
         let transport = try MosquittoTransport()
-        for topic in [
-            "", "a/+", "a/#", "+", "#", "a/b+", "a\u{0}b", "a\u{1}b", "a\u{9F}", "\u{FFFF}",
-            String(repeating: "t", count: 65_536),
-        ] {
+        for topic in Self.invalidTopics {
             #expect(throws: MQTTError.invalidTopic(topic)) {
                 try transport.publish(MQTTMessage(topic: topic, payload: []))
             }
@@ -119,6 +121,22 @@ import Testing
         for filter in ["#", "+", "a/+/b", "+/+", "a/#", "/", "a//b", String(repeating: "f", count: 65_535)] {
             #expect(throws: Never.self) { try transport.subscribe(filter) }
         }
+    }
+
+    /// Connected, libmosquitto checks the topic itself; the verdict is the same, and nothing reaches the broker.
+    @Test func rejectsInvalidTopicsWhileConnected() async throws {
+        let broker = try await TestBroker.started()
+        let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["#"])
+        let publisher = try await TestClient.connected(to: broker)
+        for topic in Self.invalidTopics {
+            #expect(throws: MQTTError.invalidTopic(topic)) {
+                try publisher.transport.publish(MQTTMessage(topic: topic, payload: []))
+            }
+        }
+        try publisher.publish("a", "end")
+        #expect(try await subscriber.nextMessages(1).map(\.topic) == ["a"])
+        try await subscriber.disconnect()
+        try await publisher.disconnect()
     }
 
     @Test func publishFailsWhileNotConnected() async throws {

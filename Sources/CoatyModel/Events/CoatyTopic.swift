@@ -129,48 +129,87 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     /// Parses an inbound topic, as strictly as needed to route it safely: the level count fits the event,
     /// events that need a filter have one and others have none, ids are non-empty.
     ///
-    /// Levels are split at the bytes `/` and `:`, as the broker and Coaty JS split them; this runs for every
-    /// inbound event, and splitting the UTF-8 view costs a fraction of splitting Characters.
+    /// Levels are split at the bytes `/` and `:`, as the broker and Coaty JS split them. This runs for every
+    /// inbound event, so it scans the contiguous UTF-8 bytes once and makes strings only of the levels it keeps.
     public init(parsing topic: String) throws(CoatyTopicError) {
-        let levels = topic.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard levels.count >= 5, levels[0].elementsEqual(Self.protocolName.utf8) else { throw .notACoatyTopic }
-        guard let version = Int(Substring(levels[1])), version == Self.protocolVersion else {
-            throw .unsupportedVersion(String(Substring(levels[1])))
+        let parsed = topic.utf8.withContiguousStorageIfAvailable { bytes in
+            Result { () throws(CoatyTopicError) in try CoatyTopic(levelsOf: bytes) }
         }
-        let eventLevel = levels[3]
-        let code: Substring
+        self = try (parsed ?? Array(topic.utf8).withUnsafeBufferPointer { bytes in
+            Result { () throws(CoatyTopicError) in try CoatyTopic(levelsOf: bytes) }
+        }).get()
+    }
+
+    private init(levelsOf topic: UnsafeBufferPointer<UInt8>) throws(CoatyTopicError) {
+        var levels = TopicLevels(topic)
+        guard let protocolLevel = levels.next(), let versionLevel = levels.next(), let namespaceLevel = levels.next(),
+            let eventLevel = levels.next(), let sourceLevel = levels.next(),
+            protocolLevel.elementsEqual(Self.protocolName.utf8)
+        else { throw .notACoatyTopic }
+        let correlationLevel = levels.next()
+        let levelCount = correlationLevel == nil ? 5 : 6 + levels.countRemaining()
+
+        let version: Int
+        if versionLevel.count == 1, versionLevel[0] == UInt8(ascii: "3") {
+            version = Self.protocolVersion
+        } else {
+            let text = String(decoding: versionLevel, as: UTF8.self)
+            guard let number = Int(text), number == Self.protocolVersion else { throw .unsupportedVersion(text) }
+            version = number
+        }
+        let code: UnsafeBufferPointer<UInt8>
         let filter: String?
         if let colon = eventLevel.firstIndex(of: UInt8(ascii: ":")) {
-            code = Substring(eventLevel[..<colon])
-            filter = String(Substring(eventLevel[eventLevel.index(after: colon)...]))
+            code = UnsafeBufferPointer(rebasing: eventLevel[..<colon])
+            filter = String(decoding: UnsafeBufferPointer(rebasing: eventLevel[(colon + 1)...]), as: UTF8.self)
         } else {
-            code = Substring(eventLevel)
+            code = eventLevel
             filter = nil
         }
-        guard let eventType = CoatyEventType(rawValue: String(code)) else { throw .unknownEvent(String(code)) }
-        guard levels.count == (eventType.isOneWay ? 5 : 6) else { throw .wrongLevelCount(levels.count) }
+        let codeText = String(decoding: code, as: UTF8.self)
+        guard let eventType = CoatyEventType(rawValue: codeText) else { throw .unknownEvent(codeText) }
+        guard levelCount == (eventType.isOneWay ? 5 : 6) else { throw .wrongLevelCount(levelCount) }
         if eventType.hasFilter {
             guard let filter, !filter.isEmpty else { throw .missingFilter }
         } else if filter != nil {
             throw .unexpectedFilter
         }
-        guard !levels[2].isEmpty else { throw .emptyLevel("namespace") }
-        guard !levels[4].isEmpty else { throw .emptyLevel("sourceId") }
-        if !eventType.isOneWay {
-            guard !levels[5].isEmpty else { throw .emptyLevel("correlationId") }
+        guard !namespaceLevel.isEmpty else { throw .emptyLevel("namespace") }
+        guard !sourceLevel.isEmpty else { throw .emptyLevel("sourceId") }
+        var correlationId: String?
+        if let correlationLevel {
+            guard !correlationLevel.isEmpty else { throw .emptyLevel("correlationId") }
+            correlationId = String(decoding: correlationLevel, as: UTF8.self)
         }
         self.init(
-            namespace: String(Substring(levels[2])), eventType: eventType, filter: filter,
-            sourceId: String(Substring(levels[4])), correlationId: eventType.isOneWay ? nil : String(Substring(levels[5])),
-            version: version)
+            namespace: String(decoding: namespaceLevel, as: UTF8.self), eventType: eventType, filter: filter,
+            sourceId: String(decoding: sourceLevel, as: UTF8.self), correlationId: correlationId, version: version)
     }
 
     /// The topic name to publish on.
     public var description: String {
-        var topic = "\(Self.protocolName)/\(version)/\(namespace)/\(eventType.rawValue)"
-        if let filter { topic += ":" + filter }
-        topic += "/" + sourceId
-        if let correlationId { topic += "/" + correlationId }
+        let versionText = version == Self.protocolVersion ? "3" : String(version)
+        var topic = ""
+        topic.reserveCapacity(
+            Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + 3 + (filter?.utf8.count ?? 0)
+                + sourceId.utf8.count + (correlationId?.utf8.count ?? 0) + 5)
+        topic += Self.protocolName
+        topic += "/"
+        topic += versionText
+        topic += "/"
+        topic += namespace
+        topic += "/"
+        topic += eventType.rawValue
+        if let filter {
+            topic += ":"
+            topic += filter
+        }
+        topic += "/"
+        topic += sourceId
+        if let correlationId {
+            topic += "/"
+            topic += correlationId
+        }
         return topic
     }
 
@@ -189,6 +228,30 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     /// The IoValue route a router creates for a source: `coaty/3/<routerNamespace>/IOV/<sourceId>`.
     public static func ioValueRoute(namespace: String, sourceId: String) -> String {
         "\(protocolName)/\(protocolVersion)/\(namespace)/\(CoatyEventType.ioValue.rawValue)/\(sourceId)"
+    }
+}
+
+/// The levels of a topic, one after the other, as slices of its bytes.
+private struct TopicLevels {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    /// Where the next level starts; past the end once the last level was returned.
+    private var start = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    mutating func next() -> UnsafeBufferPointer<UInt8>? {
+        guard start <= bytes.count else { return nil }
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
+        defer { start = end + 1 }
+        return UnsafeBufferPointer(rebasing: bytes[start..<end])
+    }
+
+    mutating func countRemaining() -> Int {
+        var count = 0
+        while next() != nil { count += 1 }
+        return count
     }
 }
 
