@@ -63,38 +63,40 @@ enum JSONStringFormat {
 
     static func write(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""):
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"):
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "\\"))
-            case 0x08:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "b"))
-            case 0x0C:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "f"))
-            case 0x0A:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "n"))
-            case 0x0D:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "r"))
-            case 0x09:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "t"))
-            case 0x00..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0F)])
-            default:
-                output.append(byte)
-            }
+        let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            writeEscaped(bytes, to: &output)
+        }
+        if written == nil {
+            Array(string.utf8).withUnsafeBufferPointer { writeEscaped($0, to: &output) }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// Copies the runs between characters that need escaping as they are: most strings have none.
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        var runStart = 0
+        for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            writeEscape(of: byte, to: &output)
+            runStart = index + 1
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+    }
+
+    private static func writeEscape(of byte: UInt8, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
+        case 0x08: output.append(UInt8(ascii: "b"))
+        case 0x0C: output.append(UInt8(ascii: "f"))
+        case 0x0A: output.append(UInt8(ascii: "n"))
+        case 0x0D: output.append(UInt8(ascii: "r"))
+        case 0x09: output.append(UInt8(ascii: "t"))
+        default:
+            output.append(contentsOf: "u00".utf8)
+            output.append(hexDigits[Int(byte >> 4)])
+            output.append(hexDigits[Int(byte & 0x0F)])
+        }
     }
 }
 

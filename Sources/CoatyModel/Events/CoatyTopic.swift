@@ -186,31 +186,33 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
             sourceId: String(decoding: sourceLevel, as: UTF8.self), correlationId: correlationId, version: version)
     }
 
-    /// The topic name to publish on.
+    /// The topic name to publish on. Written into a string of the final size at once: this runs for every
+    /// published event, and appending level by level cost more than the rest of the topic handling.
     public var description: String {
         let versionText = version == Self.protocolVersion ? "3" : String(version)
-        var topic = ""
-        topic.reserveCapacity(
-            Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + 3 + (filter?.utf8.count ?? 0)
-                + sourceId.utf8.count + (correlationId?.utf8.count ?? 0) + 5)
-        topic += Self.protocolName
-        topic += "/"
-        topic += versionText
-        topic += "/"
-        topic += namespace
-        topic += "/"
-        topic += eventType.rawValue
-        if let filter {
-            topic += ":"
-            topic += filter
+        let eventLevel = eventType.rawValue
+        var length = Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + eventLevel.utf8.count
+        length += sourceId.utf8.count + 4
+        if let filter { length += filter.utf8.count + 1 }
+        if let correlationId { length += correlationId.utf8.count + 1 }
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var position = 0
+            func write(_ part: String, after separator: UInt8?) {
+                if let separator {
+                    buffer[position] = separator
+                    position += 1
+                }
+                position = buffer[position...].initialize(fromContentsOf: part.utf8)
+            }
+            write(Self.protocolName, after: nil)
+            write(versionText, after: UInt8(ascii: "/"))
+            write(namespace, after: UInt8(ascii: "/"))
+            write(eventLevel, after: UInt8(ascii: "/"))
+            if let filter { write(filter, after: UInt8(ascii: ":")) }
+            write(sourceId, after: UInt8(ascii: "/"))
+            if let correlationId { write(correlationId, after: UInt8(ascii: "/")) }
+            return position
         }
-        topic += "/"
-        topic += sourceId
-        if let correlationId {
-            topic += "/"
-            topic += correlationId
-        }
-        return topic
     }
 
     /// The subscription filter for events of a kind: `+` for the source, for the correlation id of requests, and
