@@ -38,7 +38,7 @@ public final class AgentPresence: Sendable {
         /// Nodes whose agent's identity has not arrived yet.
         var pendingNodes: [String: [IoNode]] = [:]
         var nextId = 0
-        var watchers: [Int: AsyncStream<PresenceChange>.Continuation] = [:]
+        var watchers: [Int: ObservationStream<PresenceChange>.Continuation] = [:]
     }
 
     private let manager: CommunicationManager
@@ -62,14 +62,14 @@ public final class AgentPresence: Sendable {
     }
 
     /// Every change from now on.
-    public func changes() -> AsyncStream<PresenceChange> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PresenceChange.self)
+    public func changes() -> ObservationStream<PresenceChange> {
+        let (stream, continuation) = ObservationStream.makeStream(of: PresenceChange.self)
         let id = state.withLock { state in
             defer { state.nextId += 1 }
             state.watchers[state.nextId] = continuation
             return state.nextId
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
         }
         return stream

@@ -12,7 +12,7 @@ extension CommunicationManager {
     }
 
     /// Advertisements of objects of a core type.
-    public func observeAdvertise(coreType: CoreType) -> AsyncStream<ReceivedEvent<AdvertiseEvent>> {
+    public func observeAdvertise(coreType: CoreType) -> ObservationStream<ReceivedEvent<AdvertiseEvent>> {
         observe(.advertise, filter: coreType.rawValue) { topic, event in
             guard case .advertise(let advertise) = event else { return nil }
             return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: advertise)
@@ -21,7 +21,7 @@ extension CommunicationManager {
 
     /// Advertisements of objects of an object type. For a core object type (`coaty.IoNode`) this observes the
     /// core-type topic and keeps the objects of exactly that type, as Coaty JS does.
-    public func observeAdvertise(objectType: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<AdvertiseEvent>> {
+    public func observeAdvertise(objectType: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<AdvertiseEvent>> {
         guard CoatyName.isValid(objectType) else { throw .invalidName(objectType) }
         let filter = CoreType(coreObjectType: objectType).map(\.rawValue) ?? ":" + objectType
         return observe(.advertise, filter: filter) { topic, event in
@@ -34,7 +34,7 @@ extension CommunicationManager {
         publish(.deadvertise(event))
     }
 
-    public func observeDeadvertise() -> AsyncStream<ReceivedEvent<DeadvertiseEvent>> {
+    public func observeDeadvertise() -> ObservationStream<ReceivedEvent<DeadvertiseEvent>> {
         observe(.deadvertise) { topic, event in
             guard case .deadvertise(let deadvertise) = event else { return nil }
             return ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: deadvertise)
@@ -46,7 +46,7 @@ extension CommunicationManager {
         publish(.channel(event))
     }
 
-    public func observeChannel(_ channelId: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<ChannelEvent>> {
+    public func observeChannel(_ channelId: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<ChannelEvent>> {
         guard CoatyName.isValid(channelId) else { throw .invalidName(channelId) }
         return observe(.channel, filter: channelId) { topic, event in
             guard case .channel(let channel) = event else { return nil }
@@ -60,7 +60,7 @@ extension CommunicationManager {
         publish(.associate(event))
     }
 
-    public func observeAssociate(ioContextName: String) throws(CoatyError) -> AsyncStream<ReceivedEvent<AssociateEvent>> {
+    public func observeAssociate(ioContextName: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<AssociateEvent>> {
         guard CoatyName.isValid(ioContextName) else { throw .invalidName(ioContextName) }
         return observe(.associate, filter: ioContextName) { topic, event in
             guard case .associate(let associate) = event else { return nil }
@@ -110,7 +110,7 @@ extension CommunicationManager {
         _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
     ) -> ResponseStream<Response> {
         ResponseStream { [weak self] in
-            let (stream, continuation) = AsyncStream.makeStream(of: ReceivedEvent<Response>.self)
+            let (stream, continuation) = ObservationStream.makeStream(of: ReceivedEvent<Response>.self)
             guard let self, let responseType = event.eventType.responseType else {
                 continuation.finish()
                 return stream
@@ -123,15 +123,14 @@ extension CommunicationManager {
                 observerIds.append(
                     addObserver(
                         responseType, correlationId: correlationId,
-                        EventObserver(
-                            deliver: { [weak self] topic, response in
-                                if let accepted = accept(response) {
-                                    continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
-                                } else {
-                                    self?.rejectResponse(topic)
-                                }
-                            },
-                            finish: { continuation.finish() })))
+                        deliver: { [weak self] topic, response in
+                            if let accepted = accept(response) {
+                                continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                            } else {
+                                self?.rejectResponse(topic)
+                            }
+                        },
+                        finish: continuation.finish))
                 messages.append((topic(event.eventType, filter: filter, correlationId: correlationId), payload))
             }
             enqueue(messages.map { .init(topic: $0.0, payload: $0.1) })
@@ -141,7 +140,7 @@ extension CommunicationManager {
                     continuation.finish()
                 }
             }
-            continuation.onTermination = { [weak self, observerIds] _ in
+            continuation.onTermination { [weak self, observerIds] in
                 timer?.cancel()
                 for id in observerIds { self?.removeObserver(id) }
             }
@@ -157,7 +156,7 @@ extension CommunicationManager {
     // MARK: - Responders
 
     /// Discover requests from any agent (the manager itself answers those for its identity and IO nodes).
-    public func observeDiscover() -> AsyncStream<DiscoverRequest> {
+    public func observeDiscover() -> ObservationStream<DiscoverRequest> {
         observe(.discover) { [weak self] topic, event in
             guard case .discover(let discover) = event, let self, let correlationId = topic.correlationId else { return nil }
             return DiscoverRequest(
@@ -169,7 +168,7 @@ extension CommunicationManager {
     }
 
     /// Query requests from any agent.
-    public func observeQuery() -> AsyncStream<QueryRequest> {
+    public func observeQuery() -> ObservationStream<QueryRequest> {
         observe(.query) { [weak self] topic, event in
             guard case .query(let query) = event, let self, let correlationId = topic.correlationId else { return nil }
             return QueryRequest(
@@ -182,7 +181,7 @@ extension CommunicationManager {
 
     /// Calls of an operation. With a context object, only calls whose filter matches it arrive; without one,
     /// every call (Coaty 2's rule: a call without a filter does not reach observers with a context).
-    public func observeCall(operation: String, context: CoatyObject? = nil) throws(CoatyError) -> AsyncStream<CallRequest> {
+    public func observeCall(operation: String, context: CoatyObject? = nil) throws(CoatyError) -> ObservationStream<CallRequest> {
         guard CoatyName.isValid(operation) else { throw .invalidName(operation) }
         return observe(.call, filter: operation) { [weak self] topic, event in
             guard case .call(let call) = event, call.isDelivered(toObserverWith: context), let self,
@@ -197,19 +196,19 @@ extension CommunicationManager {
     }
 
     /// Update requests for objects of a core type.
-    public func observeUpdate(coreType: CoreType) -> AsyncStream<UpdateRequest> {
+    public func observeUpdate(coreType: CoreType) -> ObservationStream<UpdateRequest> {
         observeUpdate(filter: coreType.rawValue) { _ in true }
     }
 
     /// Update requests for objects of an object type (core object types observe the core-type topic).
-    public func observeUpdate(objectType: String) throws(CoatyError) -> AsyncStream<UpdateRequest> {
+    public func observeUpdate(objectType: String) throws(CoatyError) -> ObservationStream<UpdateRequest> {
         guard CoatyName.isValid(objectType) else { throw .invalidName(objectType) }
         let filter = CoreType(coreObjectType: objectType).map(\.rawValue) ?? ":" + objectType
         return observeUpdate(filter: filter) { $0.object.objectType == objectType }
     }
 
     private func observeUpdate(filter: String, where include: @escaping @Sendable (UpdateEvent) -> Bool)
-        -> AsyncStream<UpdateRequest>
+        -> ObservationStream<UpdateRequest>
     {
         observe(.update, filter: filter) { [weak self] topic, event in
             guard case .update(let update) = event, include(update), let self, let correlationId = topic.correlationId
@@ -228,13 +227,13 @@ extension CommunicationManager {
 /// sequence ends when the consumer stops, the timeout passes or the manager stops.
 public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     public typealias Element = ReceivedEvent<Response>
-    private let start: @Sendable () -> AsyncStream<Element>
+    private let start: @Sendable () -> ObservationStream<Element>
 
-    init(start: @escaping @Sendable () -> AsyncStream<Element>) {
+    init(start: @escaping @Sendable () -> ObservationStream<Element>) {
         self.start = start
     }
 
-    public func makeAsyncIterator() -> AsyncStream<Element>.Iterator {
+    public func makeAsyncIterator() -> ObservationStream<Element>.Iterator {
         start().makeAsyncIterator()
     }
 }

@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// Publications and subscriptions made while offline (or before `start`) are kept and applied on the next
 /// connect, in the protocol's order: subscriptions, then the agent's Identity and IoNode advertisements, then the
-/// queued publications. Observations are `AsyncStream`s that end when the manager stops or the consumer stops
-/// iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its own
+/// queued publications. Observations are `ObservationStream`s that end when the manager stops or the consumer
+/// stops iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its own
 /// IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
 public final class CommunicationManager: Sendable {
     public let identity: Identity
@@ -21,6 +21,7 @@ public final class CommunicationManager: Sendable {
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     private let state: Mutex<State>
+    let counters = StatisticsCounters()
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
@@ -28,8 +29,38 @@ public final class CommunicationManager: Sendable {
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
+        var id: Int
         var deliver: @Sendable (CoatyTopic, CoatyEvent) -> Void
         var finish: @Sendable () -> Void
+    }
+
+    /// The key under which inbound events find their observers: the event type with, for responses, the
+    /// correlation id, and for other events the filter (`ADV:IoNode`, `DSC`, `CLL:switch`).
+    struct RoutingKey: Hashable {
+        var eventType: CoatyEventType
+        var level: String?
+
+        init(_ eventType: CoatyEventType, filter: String?, correlationId: String?) {
+            self.eventType = eventType
+            level = eventType.isResponse ? correlationId ?? "" : filter
+        }
+    }
+
+    /// A receiver of the values routed to an own IO actor.
+    struct IoValueReceiver: Sendable {
+        var id: Int
+        var deliver: @Sendable (IoValue) -> Void
+        var finish: @Sendable () -> Void
+    }
+
+    /// Who gets the messages on one IO route. The table of them is rebuilt whenever associations, value
+    /// receivers or route monitors change, so that an inbound message finds its receivers with one lookup and
+    /// without allocating.
+    struct IoRouteDelivery: Sendable {
+        var monitors: [ObservationStream<[UInt8]>.Continuation] = []
+        /// The receivers of the own actors associated on the route, each with whether it takes raw bytes; nil
+        /// when no own actor is associated on it (a monitored route only).
+        var receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void)]?
     }
 
     struct State: ~Copyable {
@@ -45,13 +76,15 @@ public final class CommunicationManager: Sendable {
         var queue: [MQTTMessage] = []
         var isDraining = false
         var nextObserverId = 0
-        var eventObservers: [String: [Int: EventObserver]] = [:]
-        var observerSubscriptions: [Int: (key: String, topicFilter: String)] = [:]
-        var ioValueObservers: [String: [Int: AsyncStream<IoValue>.Continuation]] = [:]
-        var ioStateObservers: [String: [Int: AsyncStream<IoState>.Continuation]] = [:]
-        var rawObservers: [Int: (filter: String, continuation: AsyncStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
-        var routeMonitors: [String: [Int: AsyncStream<[UInt8]>.Continuation]] = [:]
-        var statistics = CommunicationStatistics()
+        var eventObservers: [RoutingKey: [EventObserver]] = [:]
+        var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String)] = [:]
+        /// Per own actor.
+        var ioValueReceivers: [String: [IoValueReceiver]] = [:]
+        var ioStateObservers: [String: [Int: ObservationStream<IoState>.Continuation]] = [:]
+        var rawObservers: [Int: (filter: String, continuation: ObservationStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
+        var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
+        /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
+        var ioRoutes: [String: IoRouteDelivery] = [:]
 
         mutating func makeObserverId() -> Int {
             defer { nextObserverId += 1 }
@@ -87,12 +120,12 @@ public final class CommunicationManager: Sendable {
     public var communicationState: CommunicationState { communicationStateBroadcast.value }
 
     /// The current operating state, then every change.
-    public func operatingStates() -> AsyncStream<OperatingState> { operatingStateBroadcast.stream() }
+    public func operatingStates() -> ObservationStream<OperatingState> { operatingStateBroadcast.stream() }
 
     /// The current communication state, then every change.
-    public func communicationStates() -> AsyncStream<CommunicationState> { communicationStateBroadcast.stream() }
+    public func communicationStates() -> ObservationStream<CommunicationState> { communicationStateBroadcast.stream() }
 
-    public var statistics: CommunicationStatistics { state.withLock { $0.statistics } }
+    public var statistics: CommunicationStatistics { counters.snapshot }
 
     /// The IO nodes advertised in this run; their objectIds change on every start.
     public var ioNodes: [IoNode] { state.withLock { $0.ioNodes } }
@@ -165,17 +198,15 @@ public final class CommunicationManager: Sendable {
 
         let ended = state.withLock { state in
             let ended = (
-                events: state.eventObservers.values.flatMap(\.values),
-                ioValues: state.ioValueObservers.values.flatMap(\.values),
+                events: state.eventObservers.values.flatMap { $0 },
+                ioValues: state.ioValueReceivers.values.flatMap { $0 },
                 ioStates: state.ioStateObservers.values.flatMap(\.values),
                 raw: state.rawObservers.values.map(\.continuation),
                 routeMonitors: state.routeMonitors.values.flatMap(\.values)
             )
-            let statistics = state.statistics
             state = State(routing: IoRoutingTable(
                 sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
                 actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) }))
-            state.statistics = statistics
             return ended
         }
         communicationStateBroadcast.send(.offline)
@@ -245,7 +276,7 @@ public final class CommunicationManager: Sendable {
                 return state.isOnline
             }
             if wasOnline {
-                state.withLock { $0.statistics.reconnects += 1 }
+                counters.reconnects.add(1)
                 reconnectCounter.increment()
                 logger.warning("connection to the broker lost: \(reason)")
             }
@@ -266,29 +297,45 @@ public final class CommunicationManager: Sendable {
 
     /// Sends at once when online with nothing queued, and queues otherwise (FIFO, drained on connect).
     func enqueue(_ messages: [MQTTMessage]) {
-        let transport = state.withLock { state -> (any MQTTTransport)? in
+        guard let transport = transportForSending(messages) else { return }
+        for (index, message) in messages.enumerated() {
+            guard send(message, on: transport, keepingOnFailure: messages[(index + 1)...]) else { return }
+        }
+    }
+
+    /// `enqueue` of one message, without an array: values and most events are one publication.
+    func enqueue(_ message: MQTTMessage) {
+        guard let transport = transportForSending(CollectionOfOne(message)) else { return }
+        send(message, on: transport, keepingOnFailure: [])
+    }
+
+    /// The transport if the messages can go out now; otherwise they are queued.
+    private func transportForSending(_ messages: some Collection<MQTTMessage>) -> (any MQTTTransport)? {
+        state.withLock { state -> (any MQTTTransport)? in
             guard state.isOnline, state.queue.isEmpty, !state.isDraining, let transport = state.transport else {
                 state.queue.append(contentsOf: messages)
                 return nil
             }
-            state.statistics.messagesPublished += messages.count
             return transport
         }
-        guard let transport else { return }
-        for (index, message) in messages.enumerated() {
-            do {
-                try transport.publish(message)
-            } catch .notConnected {
-                // The connection just dropped: keep the rest for the next connect.
-                state.withLock { state in
-                    state.statistics.messagesPublished -= messages.count - index
-                    state.queue.insert(contentsOf: messages[index...], at: 0)
-                }
-                return
-            } catch {
-                logger.error("cannot publish on \(message.topic): \(error)")
-            }
+    }
+
+    /// Publishes; when the connection just dropped, queues the message and the ones after it for the next connect
+    /// and returns false.
+    @discardableResult
+    private func send(
+        _ message: MQTTMessage, on transport: any MQTTTransport, keepingOnFailure rest: ArraySlice<MQTTMessage>
+    ) -> Bool {
+        do {
+            try transport.publish(message)
+            counters.messagesPublished.add(1)
+        } catch .notConnected {
+            state.withLock { state in state.queue.insert(contentsOf: CollectionOfOne(message) + rest, at: 0) }
+            return false
+        } catch {
+            logger.error("cannot publish on \(message.topic): \(error)")
         }
+        return true
     }
 
     /// Sends the queued publications in order until the queue is empty or the connection fails.
@@ -307,7 +354,7 @@ public final class CommunicationManager: Sendable {
             for (index, message) in batch.enumerated() {
                 do {
                     try transport.publish(message)
-                    state.withLock { $0.statistics.messagesPublished += 1 }
+                    counters.messagesPublished.add(1)
                 } catch .notConnected {
                     state.withLock { state in
                         state.queue.insert(contentsOf: batch[index...], at: 0)
@@ -350,24 +397,17 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// The key under which inbound events find their observers: the event level (`ADV:IoNode`, `DSC`,
-    /// `CLL:switch`), or for responses the code and the correlation id.
-    static func routingKey(_ eventType: CoatyEventType, filter: String?, correlationId: String?) -> String {
-        if eventType.isResponse { return eventType.rawValue + "/" + (correlationId ?? "") }
-        guard let filter else { return eventType.rawValue }
-        return eventType.rawValue + ":" + filter
-    }
-
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
     func addObserver(
-        _ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil, _ observer: EventObserver
+        _ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil,
+        deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
     ) -> Int {
-        let key = Self.routingKey(eventType, filter: filter, correlationId: correlationId)
+        let key = RoutingKey(eventType, filter: filter, correlationId: correlationId)
         let topicFilter = CoatyTopic.subscriptionFilter(
             namespace: subscriptionNamespace, eventType: eventType, filter: filter, correlationId: correlationId)
         return state.withLock { state in
             let id = state.makeObserverId()
-            state.eventObservers[key, default: [:]][id] = observer
+            state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
             state.observerSubscriptions[id] = (key, topicFilter)
             addSubscription(topicFilter, in: &state)
             return id
@@ -377,60 +417,67 @@ public final class CommunicationManager: Sendable {
     func removeObserver(_ id: Int) {
         state.withLock { state in
             guard let (key, topicFilter) = state.observerSubscriptions.removeValue(forKey: id) else { return }
-            state.eventObservers[key]?[id] = nil
+            state.eventObservers[key]?.removeAll { $0.id == id }
             if state.eventObservers[key]?.isEmpty == true { state.eventObservers[key] = nil }
             removeSubscription(topicFilter, in: &state)
         }
     }
 
-    /// An `AsyncStream` of the events that `extract` picks from those arriving under the routing key.
+    /// A stream of the events that `extract` picks from those arriving under the routing key.
     func observe<Element: Sendable>(
         _ eventType: CoatyEventType, filter: String? = nil,
         extract: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Element?
-    ) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+    ) -> ObservationStream<Element> {
+        let (stream, continuation) = ObservationStream.makeStream(of: Element.self)
         let id = addObserver(
             eventType, filter: filter,
-            EventObserver(
-                deliver: { topic, event in
-                    if let element = extract(topic, event) { continuation.yield(element) }
-                },
-                finish: { continuation.finish() }))
-        continuation.onTermination = { [weak self] _ in self?.removeObserver(id) }
+            deliver: { topic, event in
+                if let element = extract(topic, event) { continuation.yield(element) }
+            },
+            finish: continuation.finish)
+        continuation.onTermination { [weak self] in self?.removeObserver(id) }
         return stream
     }
 
     func publish(_ event: CoatyEvent, correlationId: String? = nil) {
         let payload = event.payload.serializedBytes()
-        enqueue(event.topicFilters.map { filter in
+        let filters = event.topicFilters
+        if filters.count == 1 {
+            enqueue(MQTTMessage(topic: topic(event.eventType, filter: filters[0], correlationId: correlationId), payload: payload))
+            return
+        }
+        enqueue(filters.map { filter in
             MQTTMessage(topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
         })
     }
 
     func incrementRejectedResponses() {
-        state.withLock { $0.statistics.responsesRejected += 1 }
+        counters.responsesRejected.add(1)
     }
 
     // MARK: - Inbound
 
     /// Called on the transport's network thread for every message.
     private func receive(_ message: MQTTMessage) {
-        monitorIoRoute(message)
-        if deliverIoValue(message) { return }
+        if deliverOnIoRoute(message) { return }
         switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
         case .success(.event(let topic, let event)):
-            state.withLock { $0.statistics.messagesReceived += 1 }
+            counters.messagesReceived.add(1)
             dispatch(topic, event)
         case .success(.raw(let topic, let payload)):
-            state.withLock { $0.statistics.messagesReceived += 1 }
+            counters.messagesReceived.add(1)
             deliverRaw(topic: topic, payload: payload)
         case .success(.ioValue):
             break  // a route this agent no longer listens to
         case .failure(let rejection):
-            state.withLock { $0.statistics.messagesRejected += 1 }
-            rejectedCounter.increment()
-            logger.warning("dropped a malformed message: \(rejection)")
+            reject("dropped a malformed message: \(rejection)")
         }
+    }
+
+    private func reject(_ warning: @autoclosure () -> Logger.Message) {
+        counters.messagesRejected.add(1)
+        rejectedCounter.increment()
+        logger.warning(warning())
     }
 
     private func dispatch(_ topic: CoatyTopic, _ event: CoatyEvent) {
@@ -442,8 +489,8 @@ public final class CommunicationManager: Sendable {
         default:
             break
         }
-        let key = Self.routingKey(topic.eventType, filter: topic.filter, correlationId: topic.correlationId)
-        let observers = state.withLock { $0.eventObservers[key].map { Array($0.values) } ?? [] }
+        let key = RoutingKey(topic.eventType, filter: topic.filter, correlationId: topic.correlationId)
+        let observers = state.withLock { $0.eventObservers[key] } ?? []
         for observer in observers {
             observer.deliver(topic, event)
         }
@@ -479,11 +526,12 @@ public final class CommunicationManager: Sendable {
     // MARK: - IO state and values
 
     private func applyAssociate(_ event: AssociateEvent) {
-        let delivery = state.withLock { state -> [(AsyncStream<IoState>.Continuation, IoState)] in
+        let delivery = state.withLock { state -> [(ObservationStream<IoState>.Continuation, IoState)] in
             guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return [] }
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
+            rebuildIoRoutes(in: &state)
             return effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
@@ -493,67 +541,73 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// Delivers a message on an IO route to the actors associated on it; false if the topic is no IO route here.
-    private func deliverIoValue(_ message: MQTTMessage) -> Bool {
-        let targets = state.withLock { state -> [(Bool, AsyncStream<IoValue>.Continuation)]? in
-            guard let actorIds = state.routing.actors(on: message.topic) else { return nil }
-            state.statistics.ioValuesReceived += 1
-            var targets: [(Bool, AsyncStream<IoValue>.Continuation)] = []
-            for actorId in actorIds {
-                guard let observers = state.ioValueObservers[actorId] else { continue }
-                let isRaw = rawActorIds.contains(actorId)
-                targets += observers.values.map { (isRaw, $0) }
-            }
-            return targets
+    private func rebuildIoRoutes(in state: inout State) {
+        var routes: [String: IoRouteDelivery] = [:]
+        for (route, monitors) in state.routeMonitors {
+            routes[route] = IoRouteDelivery(monitors: Array(monitors.values))
         }
-        guard let targets else { return false }
+        for (route, actorIds) in state.routing.actorsByRoute {
+            let receivers = actorIds.keys.flatMap { actorId in
+                let isRaw = rawActorIds.contains(actorId)
+                return (state.ioValueReceivers[actorId] ?? []).map { (isRaw: isRaw, deliver: $0.deliver) }
+            }
+            routes[route, default: IoRouteDelivery()].receivers = receivers
+        }
+        state.ioRoutes = routes
+    }
+
+    /// Hands a message on an IO route to its monitors and to the actors associated on it; false if the topic is
+    /// no IO route of this agent's actors.
+    private func deliverOnIoRoute(_ message: MQTTMessage) -> Bool {
+        let delivery = state.withLock { state -> IoRouteDelivery? in
+            state.ioRoutes.isEmpty ? nil : state.ioRoutes[message.topic]
+        }
+        guard let delivery else { return false }
+        for monitor in delivery.monitors {
+            monitor.yield(message.payload)
+        }
+        guard let receivers = delivery.receivers else { return false }
+        counters.ioValuesReceived.add(1)
         var json: JSONValue?
-        for (isRaw, continuation) in targets {
+        for (isRaw, deliver) in receivers {
             if isRaw {
-                continuation.yield(.raw(message.payload))
+                deliver(.raw(message.payload))
                 continue
             }
             if json == nil {
                 do {
                     json = try JSONValue(parsing: message.payload)
                 } catch {
-                    state.withLock { $0.statistics.messagesRejected += 1 }
-                    rejectedCounter.increment()
-                    logger.warning("dropped an IO value on \(message.topic) that is not JSON: \(error)")
+                    reject("dropped an IO value on \(message.topic) that is not JSON: \(error)")
                     return true
                 }
             }
-            if let json { continuation.yield(.json(json)) }
+            if let json { deliver(.json(json)) }
         }
         return true
-    }
-
-    private func monitorIoRoute(_ message: MQTTMessage) {
-        let monitors = state.withLock { $0.routeMonitors[message.topic].map { Array($0.values) } }
-        for continuation in monitors ?? [] {
-            continuation.yield(message.payload)
-        }
     }
 
     /// Every payload published on an IO route, as bytes, for a monitor that takes no part in the routing (such as
     /// `coaty-edge observe`, which learns routes from Associate events of other agents' routers). Coaty's IoValue
     /// routes are protocol topics, which `observeRaw` refuses; this subscribes exactly one route (no wildcards),
     /// keeps it across reconnects, and does not affect the IO state of the agent's own points.
-    public func observeIoRoute(_ route: String) throws(CoatyError) -> AsyncStream<[UInt8]> {
+    public func observeIoRoute(_ route: String) throws(CoatyError) -> ObservationStream<[UInt8]> {
         guard CoatyName.isValidPublicationTopic(route) else { throw .invalidIoRoute(route) }
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        let (stream, continuation) = ObservationStream.makeStream(of: [UInt8].self)
         let id = state.withLock { state in
             let id = state.makeObserverId()
             state.routeMonitors[route, default: [:]][id] = continuation
             addSubscription(route, in: &state)
+            rebuildIoRoutes(in: &state)
             return id
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             guard let self else { return }
             state.withLock { state in
                 guard state.routeMonitors[route]?.removeValue(forKey: id) != nil else { return }
                 if state.routeMonitors[route]?.isEmpty == true { state.routeMonitors[route] = nil }
                 removeSubscription(route, in: &state)
+                rebuildIoRoutes(in: &state)
             }
         }
         return stream
@@ -567,50 +621,69 @@ public final class CommunicationManager: Sendable {
         case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
         case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
         }
-        let route = state.withLock { state -> String? in
-            guard let route = state.routing.route(ofSource: source.objectId) else {
-                state.statistics.ioValuesDropped += 1
-                return nil
-            }
-            state.statistics.ioValuesPublished += 1
-            return route
+        guard let route = state.withLock({ $0.routing.route(ofSource: source.objectId) }) else {
+            counters.ioValuesDropped.add(1)
+            return false
         }
-        guard let route else { return false }
-        enqueue([MQTTMessage(topic: route, payload: value.payload)])
+        counters.ioValuesPublished.add(1)
+        enqueue(MQTTMessage(topic: route, payload: value.payload))
         return true
     }
 
     /// The values routed to an own IO actor, JSON or raw as the actor declares.
-    public func observeIoValue(of actor: IoActor) throws(CoatyError) -> AsyncStream<IoValue> {
-        guard state.withLock({ $0.routing.isOwnActor(actor.objectId) }) else { throw .unknownIoPoint(actor.objectId) }
-        let (stream, continuation) = AsyncStream.makeStream(of: IoValue.self)
-        let id = state.withLock { state in
+    public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
+        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
+        let id = try addIoValueReceiver(of: actor, deliver: continuation.yield, finish: continuation.finish)
+        continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
+        return stream
+    }
+
+    /// Hands the values routed to an own IO actor to `handler` while `body` runs, on the network thread as they
+    /// arrive: `handler` must not block or wait. For a controller that keeps state per actor and hands values
+    /// on itself (the IoActorController): an `observeIoValue` stream would add a task hop per value.
+    public func handleIoValues<T>(
+        of actor: IoActor, isolation: isolated (any Actor)? = #isolation,
+        _ handler: @escaping @Sendable (IoValue) -> Void, while body: () async -> T
+    ) async throws(CoatyError) -> T {
+        let id = try addIoValueReceiver(of: actor, deliver: handler, finish: {})
+        defer { removeIoValueReceiver(id, of: actor) }
+        return await body()
+    }
+
+    private func addIoValueReceiver(
+        of actor: IoActor, deliver: @escaping @Sendable (IoValue) -> Void, finish: @escaping @Sendable () -> Void
+    ) throws(CoatyError) -> Int {
+        try state.withLock { state throws(CoatyError) in
+            guard state.routing.isOwnActor(actor.objectId) else { throw .unknownIoPoint(actor.objectId) }
             let id = state.makeObserverId()
-            state.ioValueObservers[actor.objectId, default: [:]][id] = continuation
+            state.ioValueReceivers[actor.objectId, default: []].append(IoValueReceiver(id: id, deliver: deliver, finish: finish))
+            rebuildIoRoutes(in: &state)
             return id
         }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { state in
-                state.ioValueObservers[actor.objectId]?[id] = nil
-                if state.ioValueObservers[actor.objectId]?.isEmpty == true { state.ioValueObservers[actor.objectId] = nil }
-            }
+    }
+
+    private func removeIoValueReceiver(_ id: Int, of actor: IoActor) {
+        state.withLock { state in
+            guard let index = state.ioValueReceivers[actor.objectId]?.firstIndex(where: { $0.id == id }) else { return }
+            state.ioValueReceivers[actor.objectId]?.remove(at: index)
+            if state.ioValueReceivers[actor.objectId]?.isEmpty == true { state.ioValueReceivers[actor.objectId] = nil }
+            rebuildIoRoutes(in: &state)
         }
-        return stream
     }
 
     /// The association state of an own IO source or actor: the current state, then every Associate that
     /// concerns it (not only changes, as in Coaty JS). Ends with a not-associated state when the manager stops.
-    public func observeIoState(of pointId: String) throws(CoatyError) -> AsyncStream<IoState> {
+    public func observeIoState(of pointId: String) throws(CoatyError) -> ObservationStream<IoState> {
         let isOwn = state.withLock { $0.routing.isOwnSource(pointId) || $0.routing.isOwnActor(pointId) }
         guard isOwn else { throw .unknownIoPoint(pointId) }
-        let (stream, continuation) = AsyncStream.makeStream(of: IoState.self)
+        let (stream, continuation) = ObservationStream.makeStream(of: IoState.self)
         let id = state.withLock { state in
             let id = state.makeObserverId()
             state.ioStateObservers[pointId, default: [:]][id] = continuation
             continuation.yield(state.routing.initialState(of: pointId))
             return id
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             self?.state.withLock { state in
                 state.ioStateObservers[pointId]?[id] = nil
                 if state.ioStateObservers[pointId]?.isEmpty == true { state.ioStateObservers[pointId] = nil }
@@ -631,22 +704,22 @@ public final class CommunicationManager: Sendable {
         guard CoatyName.isValidPublicationTopic(topic), !CoatyTopic.isCoatyTopic(topic) else {
             throw .invalidRawTopic(topic)
         }
-        enqueue([MQTTMessage(topic: topic, payload: payload, retain: retain)])
+        enqueue(MQTTMessage(topic: topic, payload: payload, retain: retain))
     }
 
     /// Messages on application topics matching an MQTT filter (wildcards allowed); never Coaty events.
-    public func observeRaw(filter: String) throws(CoatyError) -> AsyncStream<(topic: String, payload: [UInt8])> {
+    public func observeRaw(filter: String) throws(CoatyError) -> ObservationStream<(topic: String, payload: [UInt8])> {
         guard CoatyName.isValidSubscriptionFilter(filter), !CoatyTopic.isCoatyTopic(filter) else {
             throw .invalidRawTopic(filter)
         }
-        let (stream, continuation) = AsyncStream.makeStream(of: (topic: String, payload: [UInt8]).self)
+        let (stream, continuation) = ObservationStream.makeStream(of: (topic: String, payload: [UInt8]).self)
         let id = state.withLock { state in
             let id = state.makeObserverId()
             state.rawObservers[id] = (filter, continuation)
             addSubscription(filter, in: &state)
             return id
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             guard let self else { return }
             state.withLock { state in
                 guard state.rawObservers.removeValue(forKey: id) != nil else { return }
@@ -655,4 +728,34 @@ public final class CommunicationManager: Sendable {
         }
         return stream
     }
+}
+
+/// The manager's counters: atomics, since they change with every message and the manager's lock guards its
+/// tables.
+final class StatisticsCounters: Sendable {
+    let messagesReceived = Atomic(0)
+    let messagesPublished = Atomic(0)
+    let messagesRejected = Atomic(0)
+    let responsesRejected = Atomic(0)
+    let ioValuesPublished = Atomic(0)
+    let ioValuesReceived = Atomic(0)
+    let ioValuesDropped = Atomic(0)
+    let reconnects = Atomic(0)
+
+    var snapshot: CommunicationStatistics {
+        CommunicationStatistics(
+            messagesReceived: messagesReceived.value, messagesPublished: messagesPublished.value,
+            messagesRejected: messagesRejected.value, responsesRejected: responsesRejected.value,
+            ioValuesPublished: ioValuesPublished.value, ioValuesReceived: ioValuesReceived.value,
+            ioValuesDropped: ioValuesDropped.value, reconnects: reconnects.value)
+    }
+}
+
+extension Atomic<Int> {
+    /// Counters only count: no other memory depends on them.
+    func add(_ amount: Int) {
+        wrappingAdd(amount, ordering: .relaxed)
+    }
+
+    var value: Int { load(ordering: .relaxed) }
 }

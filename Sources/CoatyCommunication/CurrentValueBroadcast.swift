@@ -5,7 +5,7 @@ public final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable 
     private struct State {
         var value: Value
         var nextId = 0
-        var continuations: [Int: AsyncStream<Value>.Continuation] = [:]
+        var continuations: [Int: ObservationStream<Value>.Continuation] = [:]
     }
 
     private let state: Mutex<State>
@@ -16,8 +16,8 @@ public final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable 
 
     public var value: Value { state.withLock { $0.value } }
 
-    public func stream() -> AsyncStream<Value> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Value.self)
+    public func stream() -> ObservationStream<Value> {
+        let (stream, continuation) = ObservationStream.makeStream(of: Value.self)
         let id = state.withLock { state in
             let id = state.nextId
             state.nextId += 1
@@ -25,7 +25,7 @@ public final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable 
             continuation.yield(state.value)
             return id
         }
-        continuation.onTermination = { [weak self] _ in
+        continuation.onTermination { [weak self] in
             _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
         }
         return stream

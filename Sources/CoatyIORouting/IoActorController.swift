@@ -45,8 +45,9 @@ public struct IoValueTypes: Sendable {
         checks[valueType] = check
     }
 
-    public func problem(with value: IoValue, as valueType: String) -> String? {
-        checks[valueType]?(value)
+    /// The check of a value type: it returns why a value is not of the type, or nil when it is.
+    func check(of valueType: String) -> (@Sendable (IoValue) -> String?)? {
+        checks[valueType]
     }
 }
 
@@ -60,21 +61,28 @@ public enum EdgeValueType {
 
 /// Receives the values routed to this agent's IO actors. Each actor's value stream replays the latest value to a
 /// new subscriber at once (also after a re-association), as Coaty's IoActorController does.
+///
+/// Values are taken from the communication manager as they arrive, on its network thread (`handleIoValues`), and
+/// handed straight to the actors' value streams: a task of its own in between would add a hop to every value.
 public final class IoActorController: Controller {
     private struct Actor {
         var actor: IoActor
+        /// The check of the actor's value type, if the type is registered.
+        let check: (@Sendable (IoValue) -> String?)?
         var latest: IoValue?
         var rejected = 0
         var received = 0
         let association = CurrentValueBroadcast(false)
         let state = CurrentValueBroadcast(IoActorState.waiting)
         var nextId = 0
-        var valueWatchers: [Int: AsyncStream<IoValue>.Continuation] = [:]
+        /// Kept as an array that `receive` hands on as it is, without copying per value.
+        var valueWatchers: [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] = []
         let receivedCounter: Counter
         let rejectedCounter: Counter
 
-        init(actor: IoActor) {
+        init(actor: IoActor, check: (@Sendable (IoValue) -> String?)?) {
             self.actor = actor
+            self.check = check
             receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
             rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
         }
@@ -91,7 +99,9 @@ public final class IoActorController: Controller {
         let actors = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors)
         state.withLock { state in
             state.logger = context.logger
-            for actor in actors { state.actors[actor.objectId] = Actor(actor: actor) }
+            for actor in actors {
+                state.actors[actor.objectId] = Actor(actor: actor, check: valueTypes.check(of: actor.valueType))
+            }
         }
     }
 
@@ -100,14 +110,12 @@ public final class IoActorController: Controller {
         let actors = state.withLock { $0.actors.values.map(\.actor) }
         await withDiscardingTaskGroup { group in
             for actor in actors {
-                guard let values = try? manager.observeIoValue(of: actor),
-                    let ioStates = try? manager.observeIoState(of: actor.objectId)
-                else { continue }
+                guard let ioStates = try? manager.observeIoState(of: actor.objectId) else { continue }
                 group.addTask {
-                    for await value in values { self.receive(value, for: actor) }
-                }
-                group.addTask {
-                    for await ioState in ioStates { self.associate(ioState.hasAssociations, actor: actor) }
+                    // Values arrive while the association is followed, until the manager stops or the task ends.
+                    try? await manager.handleIoValues(of: actor, { value in self.receive(value, for: actor.objectId) }) {
+                        for await ioState in ioStates { self.associate(ioState.hasAssociations, actor: actor) }
+                    }
                 }
             }
         }
@@ -115,25 +123,25 @@ public final class IoActorController: Controller {
         for actor in actors { associate(false, actor: actor) }
     }
 
-    private func receive(_ value: IoValue, for actor: IoActor) {
-        let problem = valueTypes.problem(with: value, as: actor.valueType)
-        let watchers = state.withLock { state -> [AsyncStream<IoValue>.Continuation] in
-            guard var entry = state.actors[actor.objectId] else { return [] }
-            defer { state.actors[actor.objectId] = entry }
-            if let problem {
-                entry.rejected += 1
+    private func receive(_ value: IoValue, for actorId: String) {
+        let watchers = state.withLock { state -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
+            guard let index = state.actors.index(forKey: actorId) else { return [] }
+            // The entry is changed in place: copying it out and back would copy its tables for every value.
+            let entry = state.actors.values[index]
+            if let problem = entry.check?(value) {
+                state.actors.values[index].rejected += 1
                 entry.rejectedCounter.increment()
                 entry.state.send(.failed(problem))
-                state.logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
+                state.logger.warning("dropped a value for \(entry.actor.name) that is not \(entry.actor.valueType): \(problem)")
                 return []
             }
-            entry.received += 1
+            state.actors.values[index].received += 1
+            state.actors.values[index].latest = value
             entry.receivedCounter.increment()
-            entry.latest = value
             entry.state.send(.receiving)
-            return Array(entry.valueWatchers.values)
+            return entry.valueWatchers
         }
-        for watcher in watchers { watcher.yield(value) }
+        for watcher in watchers { watcher.continuation.yield(value) }
     }
 
     private func associate(_ isAssociated: Bool, actor: IoActor) {
@@ -145,35 +153,34 @@ public final class IoActorController: Controller {
     }
 
     /// The latest value at once (if there is one), then every value routed to the actor.
-    public func values(of actor: IoActor) -> AsyncStream<IoValue> {
-        let (stream, continuation) = AsyncStream.makeStream(of: IoValue.self)
+    public func values(of actor: IoActor) -> ObservationStream<IoValue> {
+        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
         let id = state.withLock { state -> Int? in
-            guard var entry = state.actors[actor.objectId] else { return nil }
-            defer { state.actors[actor.objectId] = entry }
-            let id = entry.nextId
-            entry.nextId += 1
-            entry.valueWatchers[id] = continuation
-            if let latest = entry.latest { continuation.yield(latest) }
+            guard let index = state.actors.index(forKey: actor.objectId) else { return nil }
+            let id = state.actors.values[index].nextId
+            state.actors.values[index].nextId += 1
+            state.actors.values[index].valueWatchers.append((id, continuation))
+            if let latest = state.actors.values[index].latest { continuation.yield(latest) }
             return id
         }
         guard let id else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.actors[actor.objectId]?.valueWatchers.removeValue(forKey: id) }
+        continuation.onTermination { [weak self] in
+            self?.state.withLock { $0.actors[actor.objectId]?.valueWatchers.removeAll { $0.id == id } }
         }
         return stream
     }
 
     /// Whether the actor is associated now, then every change.
-    public func associations(of actor: IoActor) -> AsyncStream<Bool> {
-        state.withLock { $0.actors[actor.objectId]?.association.stream() } ?? AsyncStream { $0.finish() }
+    public func associations(of actor: IoActor) -> ObservationStream<Bool> {
+        state.withLock { $0.actors[actor.objectId]?.association.stream() } ?? .finished
     }
 
     /// The actor's state now, then every change.
-    public func states(of actor: IoActor) -> AsyncStream<IoActorState> {
-        state.withLock { $0.actors[actor.objectId]?.state.stream() } ?? AsyncStream { $0.finish() }
+    public func states(of actor: IoActor) -> ObservationStream<IoActorState> {
+        state.withLock { $0.actors[actor.objectId]?.state.stream() } ?? .finished
     }
 
     public func latestValue(of actor: IoActor) -> IoValue? {

@@ -176,13 +176,13 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     }
 
     /// Whether the source is associated now, then every change.
-    public func associations(of source: IoSource) -> AsyncStream<Bool> {
-        state.withLock { $0.sources[source.objectId]?.association.stream() } ?? AsyncStream { $0.finish() }
+    public func associations(of source: IoSource) -> ObservationStream<Bool> {
+        state.withLock { $0.sources[source.objectId]?.association.stream() } ?? .finished
     }
 
     /// The update rate the router asks of the source (milliseconds; nil when none), then every change.
-    public func updateRates(of source: IoSource) -> AsyncStream<Double?> {
-        state.withLock { $0.sources[source.objectId]?.updateRate.stream() } ?? AsyncStream { $0.finish() }
+    public func updateRates(of source: IoSource) -> ObservationStream<Double?> {
+        state.withLock { $0.sources[source.objectId]?.updateRate.stream() } ?? .finished
     }
 
     public func isAssociated(_ source: IoSource) -> Bool {

@@ -22,7 +22,7 @@ final class Agents: Sendable {
     let directActor: IoActor
     let ping = ChannelEvent(
         channelId: pingChannel, content: .object(CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.bench.Ping", name: "ping")))
-    private let pongs: AsyncStream<ReceivedEvent<ChannelEvent>>
+    private let pongs: ObservationStream<ReceivedEvent<ChannelEvent>>
 
     let sourceAgent: Container
     let actorAgent: Container
@@ -191,7 +191,7 @@ final class Agents: Sendable {
 
     /// Publishes the numbers 1, 2, ... one at a time and waits for each at the receiver (skipping a replayed one).
     private func oneWay(
-        _ count: Int, _ what: String, values: AsyncStream<IoValue>, publish: @escaping @Sendable (Double) throws -> Void
+        _ count: Int, _ what: String, values: ObservationStream<IoValue>, publish: @escaping @Sendable (Double) throws -> Void
     ) async throws -> LatencyRound {
         try await withDeadline(what) {
             var arrivals = values.makeAsyncIterator()
@@ -227,7 +227,7 @@ final class Agents: Sendable {
 
     /// Counts what arrives on `values` while the flood runs; the stream ends (and stops costing) afterwards.
     private func flood(
-        _ count: Int, window: Int, values: AsyncStream<IoValue>, publish: @escaping @Sendable () throws(BenchmarkError) -> Void
+        _ count: Int, window: Int, values: ObservationStream<IoValue>, publish: @escaping @Sendable () throws(BenchmarkError) -> Void
     ) async throws -> ThroughputRound {
         let probe = probe
         // The replayed latest value (actor controller) arrives before the flood starts and is not counted.
@@ -242,7 +242,7 @@ final class Agents: Sendable {
     }
 
     /// Publishes every 20 ms until a value arrives: the route is in place at the broker.
-    private func prime(_ what: String, publish: @escaping @Sendable () throws -> Void, values: AsyncStream<IoValue>) async throws {
+    private func prime(_ what: String, publish: @escaping @Sendable () throws -> Void, values: ObservationStream<IoValue>) async throws {
         try await withDeadline("\(what) to carry values", .seconds(10)) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
