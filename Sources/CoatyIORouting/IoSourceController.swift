@@ -9,55 +9,24 @@ import Synchronization
 /// Publishes the values of this agent's IO sources, shaped by each source's backpressure strategy and the update
 /// rate its router asked for. Values of a source that is not associated are dropped.
 public final class IoSourceController<C: Clock>: Controller where C.Duration == Duration {
-    private struct Source {
-        var source: IoSource
-        var pipeline = IoSourcePipeline<C.Instant>()
-        var timer: Task<Void, Never>?
-        var timerGeneration = 0
-        let association = CurrentValueBroadcast(false)
-        let updateRate = CurrentValueBroadcast<Double?>(nil)
-        var dropped = 0
-        let counters: SourceCounters
-
-        init(source: IoSource) {
-            self.source = source
-            counters = SourceCounters(sourceId: source.objectId)
-        }
-    }
-
-    /// Values accepted for publishing, values that went out on the route (after the strategy), and values
-    /// dropped because the source was not associated.
-    struct SourceCounters: Sendable {
-        let published: Counter
-        let routed: Counter
-        let dropped: Counter
-
-        init(sourceId: String) {
-            published = Counter(label: "coaty_edge_values_published_total", dimensions: [("source", sourceId)])
-            routed = Counter(label: "coaty_edge_values_routed_total", dimensions: [("source", sourceId)])
-            dropped = Counter(label: "coaty_edge_values_dropped_total", dimensions: [("source", sourceId)])
-        }
-    }
-
-    private struct State {
-        var manager: CommunicationManager?
-        var logger = Logger(label: "coaty.io-source")
-        var sources: [String: Source] = [:]
-    }
-
     private let clock: C
-    private let state = Mutex(State())
+    /// The instant that `SourceInstant`s count from.
+    private let origin: C.Instant
+    private let state = Mutex(SourceTable())
 
     public init(clock: C) {
         self.clock = clock
+        origin = clock.now
     }
+
+    private var now: SourceInstant { SourceInstant(origin.duration(to: clock.now)) }
 
     public func onInit(_ context: ControllerContext) async throws {
         let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
         state.withLock { state in
             state.manager = context.communicationManager
             state.logger = context.logger
-            for source in sources { state.sources[source.objectId] = Source(source: source) }
+            for source in sources { state.sources[source.objectId] = SourceEntry(source: source) }
         }
     }
 
@@ -88,7 +57,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             source.timerGeneration += 1
             source.pipeline.rebuild(
                 .init(isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate, strategy: source.source.updateStrategy),
-                at: clock.now)
+                at: now)
             state.sources[id] = source
         }
     }
@@ -108,14 +77,14 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     @discardableResult
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
-        let now = clock.now
+        let now = now
         let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, SourceCounters)? in
             guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
             // The entry is changed in place: copying it out and back cost as much as the rest of a publication.
             let source = state.sources.values[index].source
             switch value {
-            case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .raw: guard state.sources.values[index].isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .json: guard !state.sources.values[index].isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
             }
             guard let manager = state.manager else { return nil }
             switch state.sources.values[index].pipeline.push(value, at: now) {
@@ -141,9 +110,9 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
     private func makeTimer(for sourceId: String, generation: Int) -> Task<Void, Never> {
-        Task { [clock] in
+        Task { [clock, origin] in
             while true {
-                let deadline = state.withLock { state -> C.Instant? in
+                let deadline = state.withLock { state -> SourceInstant? in
                     guard state.sources[sourceId]?.timerGeneration == generation else { return nil }
                     guard let deadline = state.sources[sourceId]?.pipeline.nextDeadline else {
                         state.sources[sourceId]?.timer = nil
@@ -153,13 +122,13 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 }
                 guard let deadline else { return }
                 do {
-                    try await clock.sleep(until: deadline, tolerance: nil)
+                    try await clock.sleep(until: origin.advanced(by: deadline.sinceOrigin), tolerance: nil)
                 } catch {
                     return
                 }
                 let due = state.withLock { state -> (IoValue, IoSource, CommunicationManager, SourceCounters)? in
                     guard var source = state.sources[sourceId], source.timerGeneration == generation,
-                        let manager = state.manager, let value = source.pipeline.advance(to: clock.now)
+                        let manager = state.manager, let value = source.pipeline.advance(to: now)
                     else { return nil }
                     defer { state.sources[sourceId] = source }
                     return (value, source.source, manager, source.counters)
@@ -198,5 +167,68 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 extension IoSourceController where C == ContinuousClock {
     public convenience init() {
         self.init(clock: ContinuousClock())
+    }
+}
+
+/// What the controller keeps of its sources. Not generic over the clock, unlike the controller: code generic over
+/// it runs unspecialized where the agent calls it from another module, and every publication spent more on
+/// looking up generic type metadata and copying the entries than on anything else.
+private struct SourceTable {
+    var manager: CommunicationManager?
+    var logger = Logger(label: "coaty.io-source")
+    var sources: [String: SourceEntry] = [:]
+}
+
+private struct SourceEntry {
+    var source: IoSource
+    /// `source.useRawIoValues`, which is a lookup in the source's JSON.
+    let isRaw: Bool
+    var pipeline = IoSourcePipeline<SourceInstant>()
+    var timer: Task<Void, Never>?
+    var timerGeneration = 0
+    let association = CurrentValueBroadcast(false)
+    let updateRate = CurrentValueBroadcast<Double?>(nil)
+    var dropped = 0
+    let counters: SourceCounters
+
+    init(source: IoSource) {
+        self.source = source
+        isRaw = source.useRawIoValues
+        counters = SourceCounters(sourceId: source.objectId)
+    }
+}
+
+/// Values accepted for publishing, values that went out on the route (after the strategy), and values dropped
+/// because the source was not associated.
+private struct SourceCounters: Sendable {
+    let published: Counter
+    let routed: Counter
+    let dropped: Counter
+
+    init(sourceId: String) {
+        published = Counter(label: "coaty_edge_values_published_total", dimensions: [("source", sourceId)])
+        routed = Counter(label: "coaty_edge_values_routed_total", dimensions: [("source", sourceId)])
+        dropped = Counter(label: "coaty_edge_values_dropped_total", dimensions: [("source", sourceId)])
+    }
+}
+
+/// An instant of the controller's clock, as the time since the controller was made.
+struct SourceInstant: InstantProtocol {
+    var sinceOrigin: Duration
+
+    init(_ sinceOrigin: Duration) {
+        self.sinceOrigin = sinceOrigin
+    }
+
+    func advanced(by duration: Duration) -> SourceInstant {
+        SourceInstant(sinceOrigin + duration)
+    }
+
+    func duration(to other: SourceInstant) -> Duration {
+        other.sinceOrigin - sinceOrigin
+    }
+
+    static func < (lhs: SourceInstant, rhs: SourceInstant) -> Bool {
+        lhs.sinceOrigin < rhs.sinceOrigin
     }
 }

@@ -111,8 +111,17 @@ enum JSONNumberFormat {
             output.append(UInt8(ascii: "0"))  // also for -0, as JavaScript does
             return
         }
-        if value.rounded(.towardZero) == value, abs(value) < 1e15 {
+        let isIntegral = value.rounded(.towardZero) == value
+        if isIntegral, abs(value) < 1e15 {
             output.append(contentsOf: String(Int64(value)).utf8)
+            return
+        }
+        // Swift's description has the shortest round-trip digits, as ECMAScript requires; where it writes them
+        // without an exponent (and the value is not integral, which Swift writes with ".0"), the layout is
+        // ECMAScript's too. Sensor values take this way.
+        let description = value.description
+        if !isIntegral, !description.utf8.contains(UInt8(ascii: "e")) {
+            output.append(contentsOf: description.utf8)
             return
         }
         let (digits, pointPosition) = decimalDigits(of: abs(value))
