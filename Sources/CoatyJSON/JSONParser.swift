@@ -304,16 +304,29 @@ struct JSONParser {
             }
         }
         var isIntegral = true
+        // The digits as one integer and the count of them after the point, while they fit a double exactly.
+        var significand = integer
+        var significantDigits = integerDigits
+        var fractionDigits = 0
         if position < input.count, input[position] == UInt8(ascii: ".") {
             isIntegral = false
             position += 1
             guard position < input.count, isDigit(input[position]) else {
                 throw error("expected a digit after the decimal point")
             }
-            while position < input.count, isDigit(input[position]) { position += 1 }
+            while position < input.count, isDigit(input[position]) {
+                if significantDigits < 18 {
+                    significand = significand * 10 + UInt64(input[position] - UInt8(ascii: "0"))
+                    fractionDigits += 1
+                }
+                significantDigits += 1
+                position += 1
+            }
         }
+        var hasExponent = false
         if position < input.count, input[position] == UInt8(ascii: "e") || input[position] == UInt8(ascii: "E") {
             isIntegral = false
+            hasExponent = true
             position += 1
             if position < input.count, input[position] == UInt8(ascii: "+") || input[position] == UInt8(ascii: "-") {
                 position += 1
@@ -327,10 +340,20 @@ struct JSONParser {
             let magnitude = Double(integer)
             return negative ? -magnitude : magnitude
         }
+        // Both operands are exact (at most 15 digits, a power of ten up to 10^15), and IEEE division rounds
+        // correctly, so this is the double nearest to the text, as strtod finds it at several times the cost.
+        if !hasExponent && significantDigits <= 15 {
+            let magnitude = Double(significand) / Self.powersOfTen[fractionDigits]
+            return negative ? -magnitude : magnitude
+        }
         let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<position]), as: UTF8.self)
         guard let value = Double(text) else { throw error("invalid number", at: start) }
         return value
     }
+
+    private static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ]
 
     private func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")

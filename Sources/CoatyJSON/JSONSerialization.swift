@@ -8,8 +8,12 @@ extension JSONValue {
 
     /// The UTF-8 bytes of `serialized()`.
     public func serializedBytes() -> [UInt8] {
+        serializedBytes(reserving: 64)
+    }
+
+    func serializedBytes(reserving capacity: Int) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(64)
+        output.reserveCapacity(capacity)
         write(to: &output)
         return output
     }
@@ -42,8 +46,9 @@ extension JSONObject {
         JSONValue.object(self).serialized()
     }
 
+    /// Room for a typical event at once, so that the buffer does not grow (and copy) twice on the way.
     public func serializedBytes() -> [UInt8] {
-        JSONValue.object(self).serializedBytes()
+        JSONValue.object(self).serializedBytes(reserving: 256)
     }
 
     public func write(to output: inout [UInt8]) {

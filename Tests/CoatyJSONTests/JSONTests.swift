@@ -60,6 +60,23 @@ import Testing
         #expect(try JSONValue(parsing: "123456789012345678901234") == .number(1.2345678901234568e23))
     }
 
+    /// Short decimals are computed from their digits, longer ones and exponents by the C library: both give the
+    /// nearest double, as `JSON.parse` does.
+    @Test(arguments: [
+        "21.5", "273.15", "0.1", "0.000123", "123456789.125", "99999.99999", "0.123456789012345",
+        "1234567890.12345", "0.30000000000000004", "1.7976931348623157e308", "2.5e-3", "9007199254740993.5",
+    ])
+    func decimalsAsTheNearestDouble(text: String) throws {
+        let expected = try #require(Double(text))
+        #expect(try JSONValue(parsing: text) == .number(expected))
+        #expect(try JSONValue(parsing: "-" + text) == .number(-expected))
+    }
+
+    @Test func negativeZeroWithAFraction() throws {
+        let value = try #require(try JSONValue(parsing: "-0.0").numberValue)
+        #expect(value == 0 && value.sign == .minus)
+    }
+
     @Test func escapesAndSurrogates() throws {
         #expect(try JSONValue(parsing: #""\u00e9\ud83d\ude00\/\n""#) == .string("é😀/\n"))
         #expect(try JSONValue(parsing: #""\ud800x""#) == .string("\u{FFFD}x"))
