@@ -314,17 +314,18 @@ public final class IoRouter: Controller {
                     (pair.source, pair.actor, cumulatedRates[pair.source.objectId] ?? nil, pair.rule)
             }
             var kept: [IoAssociation] = []
+            var changes: [(association: IoAssociation, route: String?)] = []
             for association in associations {
                 let key = [association.sourceId, association.actorId]
                 guard let target = resolved.removeValue(forKey: key) else {
-                    await publish(association, route: nil)
+                    changes.append((association, nil))
                     continue
                 }
                 var updated = association
                 updated.rule = target.rule
                 if target.rate != association.updateRate {
                     updated.updateRate = target.rate
-                    await publish(updated, route: updated.route)
+                    changes.append((updated, updated.route))
                 }
                 kept.append(updated)
             }
@@ -333,11 +334,16 @@ public final class IoRouter: Controller {
                 let association = IoAssociation(
                     sourceId: pair.source.objectId, sourceName: pair.source.name, actorId: pair.actor.objectId,
                     actorName: pair.actor.name, route: route(for: target.source), updateRate: target.rate, rule: target.rule)
-                await publish(association, route: association.route)
+                changes.append((association, association.route))
                 kept.append(association)
             }
+            // The router's associations change before the Associates go out, so that whoever sees one on the wire
+            // finds the router agreeing.
             associations = kept
             router.update { [kept] in $0.associations = kept }
+            for (association, route) in changes {
+                await publish(association, route: route)
+            }
         }
 
         /// The route a source publishes on: its external route, or one in the router's namespace, cached.

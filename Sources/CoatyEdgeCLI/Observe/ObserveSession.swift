@@ -38,9 +38,17 @@ public enum ObserveSession {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
         var model = ObserveModel(filter: filter, ownAgentId: manager.identity.objectId)
         var recent: [String] = []
+        var watchedContexts = Set<String>()
         if case .table = output { write(LiveTable.enter) }
 
         await withDiscardingTaskGroup { group in
+            // The Associates of a context asked for are watched before the routers are asked for their
+            // associations: one that a router makes after answering would otherwise be missed until the context
+            // shows up in an advertisement.
+            if let context = filter.context, let associates = try? manager.observeAssociate(ioContextName: context) {
+                watchedContexts.insert(context)
+                group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+            }
             let presenceChanges = session.presence.changes()
             group.addTask { await session.presence.run() }
             group.addTask { for await change in presenceChanges { feed.yield(.presence(change)) } }
@@ -105,7 +113,7 @@ public enum ObserveSession {
                     guard let values = try? manager.observeIoRoute(route) else { continue }
                     group.addTask { for await payload in values { feed.yield(.value(route: route, payload: payload)) } }
                 }
-                for context in changes.newContexts {
+                for context in changes.newContexts where watchedContexts.insert(context).inserted {
                     guard let associates = try? manager.observeAssociate(ioContextName: context) else { continue }
                     group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
                 }
