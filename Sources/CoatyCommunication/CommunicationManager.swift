@@ -18,6 +18,8 @@ public final class CommunicationManager: Sendable {
     public let ioNodeDefinitions: [IoNodeDefinition]
 
     let logger: Logger
+    /// `identity.objectId`, the source level of every topic published; the identity keeps it in its JSON.
+    private let sourceId: String
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     private let state: Mutex<State>
@@ -106,6 +108,7 @@ public final class CommunicationManager: Sendable {
         // Nodes without sources and actors are dropped, as in Coaty JS.
         ioNodeDefinitions = ioNodes.filter { !$0.ioSources.isEmpty || !$0.ioActors.isEmpty }
         self.logger = logger
+        sourceId = identity.objectId
         rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
         self.makeTransport = makeTransport
         let routing = IoRoutingTable(
@@ -230,7 +233,7 @@ public final class CommunicationManager: Sendable {
     }
 
     func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
-        CoatyTopic(namespace: options.namespace, eventType: eventType, filter: filter, sourceId: identity.objectId,
+        CoatyTopic(namespace: options.namespace, eventType: eventType, filter: filter, sourceId: sourceId,
             correlationId: correlationId).description
     }
 

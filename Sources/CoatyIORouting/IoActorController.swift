@@ -65,134 +65,152 @@ public enum EdgeValueType {
 /// Values are taken from the communication manager as they arrive, on its network thread (`handleIoValues`), and
 /// handed straight to the actors' value streams: a task of its own in between would add a hop to every value.
 public final class IoActorController: Controller {
-    private struct Actor {
-        var actor: IoActor
-        /// The check of the actor's value type, if the type is registered.
-        let check: (@Sendable (IoValue) -> String?)?
-        var latest: IoValue?
-        var rejected = 0
-        var received = 0
-        let association = CurrentValueBroadcast(false)
-        let state = CurrentValueBroadcast(IoActorState.waiting)
-        var nextId = 0
-        /// Kept as an array that `receive` hands on as it is, without copying per value.
-        var valueWatchers: [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] = []
-        let receivedCounter: Counter
-        let rejectedCounter: Counter
-
-        init(actor: IoActor, check: (@Sendable (IoValue) -> String?)?) {
-            self.actor = actor
-            self.check = check
-            receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
-            rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
-        }
-    }
-
     private let valueTypes: IoValueTypes
-    private let state = Mutex<(actors: [String: Actor], logger: Logger)>(([:], Logger(label: "coaty.io-actor")))
+    /// Set once, by `onInit`.
+    private let actors = Mutex<[String: ActorEntry]>([:])
 
     public init(valueTypes: IoValueTypes = .standard) {
         self.valueTypes = valueTypes
     }
 
     public func onInit(_ context: ControllerContext) async throws {
-        let actors = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors)
-        state.withLock { state in
-            state.logger = context.logger
-            for actor in actors {
-                state.actors[actor.objectId] = Actor(actor: actor, check: valueTypes.check(of: actor.valueType))
-            }
+        let entries = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors).map { actor in
+            ActorEntry(actor: actor, check: valueTypes.check(of: actor.valueType), logger: context.logger)
         }
+        actors.withLock { actors in
+            for entry in entries { actors[entry.actor.objectId] = entry }
+        }
+    }
+
+    private func entry(_ actor: IoActor) -> ActorEntry? {
+        actors.withLock { $0[actor.objectId] }
     }
 
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
-        let actors = state.withLock { $0.actors.values.map(\.actor) }
+        let entries = actors.withLock { Array($0.values) }
         await withDiscardingTaskGroup { group in
-            for actor in actors {
-                guard let ioStates = try? manager.observeIoState(of: actor.objectId) else { continue }
+            for entry in entries {
+                guard let ioStates = try? manager.observeIoState(of: entry.actor.objectId) else { continue }
                 group.addTask {
                     // Values arrive while the association is followed, until the manager stops or the task ends.
-                    try? await manager.handleIoValues(of: actor, { value in self.receive(value, for: actor.objectId) }) {
-                        for await ioState in ioStates { self.associate(ioState.hasAssociations, actor: actor) }
+                    try? await manager.handleIoValues(of: entry.actor, entry.receive) {
+                        for await ioState in ioStates { entry.associate(ioState.hasAssociations) }
                     }
                 }
             }
         }
         // The manager is stopping: no actor stays associated.
-        for actor in actors { associate(false, actor: actor) }
-    }
-
-    private func receive(_ value: IoValue, for actorId: String) {
-        let watchers = state.withLock { state -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
-            guard let index = state.actors.index(forKey: actorId) else { return [] }
-            // The entry is changed in place: copying it out and back would copy its tables for every value.
-            let entry = state.actors.values[index]
-            if let problem = entry.check?(value) {
-                state.actors.values[index].rejected += 1
-                entry.rejectedCounter.increment()
-                entry.state.send(.failed(problem))
-                state.logger.warning("dropped a value for \(entry.actor.name) that is not \(entry.actor.valueType): \(problem)")
-                return []
-            }
-            state.actors.values[index].received += 1
-            state.actors.values[index].latest = value
-            entry.receivedCounter.increment()
-            entry.state.send(.receiving)
-            return entry.valueWatchers
-        }
-        for watcher in watchers { watcher.continuation.yield(value) }
-    }
-
-    private func associate(_ isAssociated: Bool, actor: IoActor) {
-        state.withLock { state in
-            guard let entry = state.actors[actor.objectId], entry.association.value != isAssociated else { return }
-            entry.association.send(isAssociated)
-            entry.state.send(isAssociated ? .waiting : .sourceLost)
-        }
+        for entry in entries { entry.associate(false) }
     }
 
     /// The latest value at once (if there is one), then every value routed to the actor.
     public func values(of actor: IoActor) -> ObservationStream<IoValue> {
-        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
-        let id = state.withLock { state -> Int? in
-            guard let index = state.actors.index(forKey: actor.objectId) else { return nil }
-            let id = state.actors.values[index].nextId
-            state.actors.values[index].nextId += 1
-            state.actors.values[index].valueWatchers.append((id, continuation))
-            if let latest = state.actors.values[index].latest { continuation.yield(latest) }
-            return id
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination { [weak self] in
-            self?.state.withLock { $0.actors[actor.objectId]?.valueWatchers.removeAll { $0.id == id } }
-        }
-        return stream
+        guard let entry = entry(actor) else { return .finished }
+        return entry.values()
     }
 
     /// Whether the actor is associated now, then every change.
     public func associations(of actor: IoActor) -> ObservationStream<Bool> {
-        state.withLock { $0.actors[actor.objectId]?.association.stream() } ?? .finished
+        entry(actor)?.association.stream() ?? .finished
     }
 
     /// The actor's state now, then every change.
     public func states(of actor: IoActor) -> ObservationStream<IoActorState> {
-        state.withLock { $0.actors[actor.objectId]?.state.stream() } ?? .finished
+        entry(actor)?.state.stream() ?? .finished
     }
 
     public func latestValue(of actor: IoActor) -> IoValue? {
-        state.withLock { $0.actors[actor.objectId]?.latest }
+        entry(actor)?.shared.withLock { $0.latest }
     }
 
     public func isAssociated(_ actor: IoActor) -> Bool {
-        state.withLock { $0.actors[actor.objectId]?.association.value ?? false }
+        entry(actor)?.association.value ?? false
     }
 
     /// Values that did not decode as the actor's value type.
     public func rejectedValues(of actor: IoActor) -> Int {
-        state.withLock { $0.actors[actor.objectId]?.rejected ?? 0 }
+        entry(actor)?.shared.withLock { $0.rejected } ?? 0
+    }
+}
+
+/// One actor: what it received, its state, and the streams of its values. Each has a lock of its own, and the
+/// manager's handler holds the entry itself, so a value takes no lookup and no lock shared with other actors.
+private final class ActorEntry: Sendable {
+    struct Shared {
+        var latest: IoValue?
+        var rejected = 0
+        var received = 0
+        /// Mirrors `state`, so that a value does not take the broadcast's lock only to find it unchanged.
+        var currentState = IoActorState.waiting
+        var nextId = 0
+        /// Kept as an array that `receive` hands on as it is, without copying per value.
+        var valueWatchers: [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] = []
+    }
+
+    let actor: IoActor
+    /// The check of the actor's value type, if the type is registered.
+    let check: (@Sendable (IoValue) -> String?)?
+    let logger: Logger
+    let association = CurrentValueBroadcast(false)
+    let state = CurrentValueBroadcast(IoActorState.waiting)
+    let shared = Mutex(Shared())
+    let receivedCounter: Counter
+    let rejectedCounter: Counter
+
+    init(actor: IoActor, check: (@Sendable (IoValue) -> String?)?, logger: Logger) {
+        self.actor = actor
+        self.check = check
+        self.logger = logger
+        receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
+        rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
+    }
+
+    /// Called on the manager's network thread for every value.
+    func receive(_ value: IoValue) {
+        let watchers = shared.withLock { shared -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
+            if let problem = check?(value) {
+                shared.rejected += 1
+                rejectedCounter.increment()
+                change(to: .failed(problem), in: &shared)
+                logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
+                return []
+            }
+            shared.received += 1
+            shared.latest = value
+            receivedCounter.increment()
+            change(to: .receiving, in: &shared)
+            return shared.valueWatchers
+        }
+        for watcher in watchers { watcher.continuation.yield(value) }
+    }
+
+    func associate(_ isAssociated: Bool) {
+        shared.withLock { shared in
+            guard association.value != isAssociated else { return }
+            association.send(isAssociated)
+            change(to: isAssociated ? .waiting : .sourceLost, in: &shared)
+        }
+    }
+
+    private func change(to newState: IoActorState, in shared: inout Shared) {
+        guard shared.currentState != newState else { return }
+        shared.currentState = newState
+        state.send(newState)
+    }
+
+    func values() -> ObservationStream<IoValue> {
+        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
+        let id = shared.withLock { shared in
+            let id = shared.nextId
+            shared.nextId += 1
+            shared.valueWatchers.append((id, continuation))
+            if let latest = shared.latest { continuation.yield(latest) }
+            return id
+        }
+        continuation.onTermination { [weak self] in
+            self?.shared.withLock { $0.valueWatchers.removeAll { $0.id == id } }
+        }
+        return stream
     }
 }

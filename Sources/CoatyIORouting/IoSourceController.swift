@@ -80,26 +80,26 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         let now = now
         let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, SourceCounters)? in
             guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
-            // The entry is changed in place: copying it out and back cost as much as the rest of a publication.
-            let source = state.sources.values[index].source
+            // Read once, and changed in place: every read through `values[index]` copies the whole entry, and
+            // copying it out and back cost as much as the rest of a publication.
+            let entry = state.sources.values[index]
             switch value {
-            case .raw: guard state.sources.values[index].isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            case .json: guard !state.sources.values[index].isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .raw: guard entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+            case .json: guard !entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
             }
             guard let manager = state.manager else { return nil }
             switch state.sources.values[index].pipeline.push(value, at: now) {
             case .dropped:
                 state.sources.values[index].dropped += 1
-                state.sources.values[index].counters.dropped.increment()
+                entry.counters.dropped.increment()
                 return nil
             case .publishNow(let value):
-                return (source, manager, value, state.sources.values[index].counters)
+                return (entry.source, manager, value, entry.counters)
             case .scheduled:
-                if state.sources.values[index].timer == nil {
-                    state.sources.values[index].timer = makeTimer(
-                        for: sourceId, generation: state.sources.values[index].timerGeneration)
+                if entry.timer == nil {
+                    state.sources.values[index].timer = makeTimer(for: sourceId, generation: entry.timerGeneration)
                 }
-                return (source, manager, nil, state.sources.values[index].counters)
+                return (entry.source, manager, nil, entry.counters)
             }
         }
         guard let (source, manager, immediate, counters) = outcome else { return false }
