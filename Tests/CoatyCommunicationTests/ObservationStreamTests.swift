@@ -1,0 +1,134 @@
+import Synchronization
+import Testing
+
+import CoatyCommunication
+
+/// The `AsyncStream` semantics the manager's observations rely on.
+@Suite struct ObservationStreamTests {
+    /// Counts the runs of a termination handler and lets a test wait for the first.
+    final class Termination: Sendable {
+        private let state = Mutex<(runs: Int, waiter: CheckedContinuation<Void, Never>?)>((0, nil))
+
+        var runs: Int { state.withLock { $0.runs } }
+
+        func handler() {
+            let waiter = state.withLock { state in
+                state.runs += 1
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let hasRun = state.withLock { state in
+                    if state.runs == 0 { state.waiter = continuation }
+                    return state.runs > 0
+                }
+                if hasRun { continuation.resume() }
+            }
+        }
+    }
+
+    @Test func deliversWhatWasBufferedInOrderAndEndsAfterFinish() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        let termination = Termination()
+        continuation.onTermination(termination.handler)
+        for value in 1...1000 { continuation.yield(value) }
+        continuation.finish()
+        continuation.yield(1001)
+        #expect(termination.runs == 1)
+
+        var received: [Int] = []
+        for await value in stream { received.append(value) }
+        #expect(received == Array(1...1000))
+        #expect(termination.runs == 1)
+    }
+
+    @Test func finishEndsAWaitingConsumer() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        let consumer = Task {
+            var count = 0
+            for await _ in stream { count += 1 }
+            return count
+        }
+        continuation.yield(1)
+        continuation.finish()
+        #expect(await consumer.value == 1)
+    }
+
+    @Test func cancellingTheConsumerTerminates() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        let termination = Termination()
+        continuation.onTermination(termination.handler)
+        let (started, signalStart) = ObservationStream.makeStream(of: Void.self)
+        let consumer = Task {
+            var count = 0
+            signalStart.yield(())
+            for await _ in stream { count += 1 }
+            return count
+        }
+        var starts = started.makeAsyncIterator()
+        await starts.next()
+        consumer.cancel()
+        await termination.wait()
+        _ = await consumer.value
+        #expect(termination.runs == 1)
+        // Nothing reaches a terminated stream, and ending it again does not run the handler again.
+        continuation.yield(1)
+        continuation.finish()
+        #expect(termination.runs == 1)
+    }
+
+    @Test func aCancelledConsumerEndsEvenWhileElementsAreBuffered() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        for value in 1...10 { continuation.yield(value) }
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var count = 0
+            for await _ in stream { count += 1 }
+            return count
+        }
+        #expect(await consumer.value == 0)
+    }
+
+    @Test func droppingTheStreamTerminates() async {
+        let termination = Termination()
+        do {
+            let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+            continuation.onTermination(termination.handler)
+            var iterator = stream.makeAsyncIterator()
+            continuation.yield(1)
+            #expect(await iterator.next() == 1)
+            #expect(termination.runs == 0)
+        }
+        #expect(termination.runs == 1)
+    }
+
+    @Test func aHandlerSetAfterTheEndRunsAtOnce() {
+        let (_, continuation) = ObservationStream.makeStream(of: Int.self)
+        continuation.finish()
+        let termination = Termination()
+        continuation.onTermination(termination.handler)
+        #expect(termination.runs == 1)
+    }
+
+    @Test func yieldsFromManyThreadsAllArrive() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        let consumer = Task {
+            var sum = 0
+            for await value in stream { sum += value }
+            return sum
+        }
+        await withDiscardingTaskGroup { group in
+            for producer in 0..<8 {
+                group.addTask {
+                    for value in 1...1000 { continuation.yield(producer * 1000 + value) }
+                }
+            }
+        }
+        continuation.finish()
+        #expect(await consumer.value == (1...8000).reduce(0, +))
+    }
+}
