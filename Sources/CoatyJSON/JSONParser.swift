@@ -118,13 +118,15 @@ struct JSONParser {
     private mutating func parseObject() throws -> JSONValue {
         try enter()
         position += 1
-        var members: [JSONObject.Member] = []
         skipWhitespace()
         if position < input.count, input[position] == UInt8(ascii: "}") {
             position += 1
             depth -= 1
             return .object(JSONObject())
         }
+        // Room for the four fields every Coaty object has, so that the array does not grow three times on the way.
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(4)
         while true {
             skipWhitespace()
             guard position < input.count, input[position] == UInt8(ascii: "\"") else {
