@@ -127,11 +127,14 @@ struct JSONParser {
         // Room for the four fields every Coaty object has, so that the array does not grow three times on the way.
         var members: [JSONObject.Member] = []
         members.reserveCapacity(4)
+        // Array indices ("0", "17") are the only keys that JavaScript does not keep in insertion order.
+        var mayHaveIndexKeys = false
         while true {
             skipWhitespace()
             guard position < input.count, input[position] == UInt8(ascii: "\"") else {
                 throw error(position < input.count ? "expected a member name in quotes" : "unterminated object")
             }
+            if position + 1 < input.count, isDigit(input[position + 1]) { mayHaveIndexKeys = true }
             let key = try parseString()
             skipWhitespace()
             guard position < input.count, input[position] == UInt8(ascii: ":") else {
@@ -154,7 +157,7 @@ struct JSONParser {
             throw error("expected ',' or '}' in an object")
         }
         depth -= 1
-        return .object(JSONObject(uniquing: members))
+        return .object(JSONObject(uniquing: members, mayHaveIndexKeys: mayHaveIndexKeys))
     }
 
     private mutating func parseArray() throws -> JSONValue {
@@ -364,11 +367,12 @@ struct JSONParser {
 
 extension JSONObject {
     /// Builds an object from parsed members: a repeated key keeps its first position and its last value.
-    init(uniquing parsed: [Member]) {
+    /// `mayHaveIndexKeys` is false when no key starts with a digit, so none can be an array index.
+    init(uniquing parsed: [Member], mayHaveIndexKeys: Bool) {
         if parsed.count <= 16 {
             // The common case, members with distinct keys that are no array indices, keeps the parsed array.
             let isPlain = parsed.indices.allSatisfy { index in
-                Self.arrayIndex(parsed[index].key) == nil
+                (!mayHaveIndexKeys || Self.arrayIndex(parsed[index].key) == nil)
                     && !parsed[..<index].contains { $0.key.hasSameCodeUnits(as: parsed[index].key) }
             }
             if isPlain {

@@ -68,19 +68,17 @@ enum JSONStringFormat {
 
     static func write(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        let written: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
-            writeEscaped(bytes, to: &output)
-        }
-        if written == nil {
-            Array(string.utf8).withUnsafeBufferPointer { writeEscaped($0, to: &output) }
-        }
+        var string = string
+        string.withUTF8 { writeEscaped($0, to: &output) }
         output.append(UInt8(ascii: "\""))
     }
 
     /// Copies the runs between characters that need escaping as they are: most strings have none.
     private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         var runStart = 0
-        for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        for index in bytes.indices {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
             writeEscape(of: byte, to: &output)
             runStart = index + 1
