@@ -10,8 +10,8 @@ import Synchronization
 /// Publications and subscriptions made while offline (or before `start`) are kept and applied on the next
 /// connect, in the protocol's order: subscriptions, then the agent's Identity and IoNode advertisements, then the
 /// queued publications. Observations are `ObservationStream`s that end when the manager stops or the consumer
-/// stops iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its own
-/// IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
+/// stops iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its
+/// own IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
 public final class CommunicationManager: Sendable {
     public let identity: Identity
     public let options: CommunicationOptions
@@ -23,7 +23,7 @@ public final class CommunicationManager: Sendable {
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     private let state: Mutex<State>
-    let counters = StatisticsCounters()
+    private let counters = StatisticsCounters()
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
