@@ -54,7 +54,14 @@ public final class InboundFuzzHarness: Sendable {
 final class CapturingTransport: MQTTTransport, Sendable {
     let connectionEvents: AsyncStream<MQTTConnectionEvent>
     private let events: AsyncStream<MQTTConnectionEvent>.Continuation
-    private let state = Mutex<(handler: (@Sendable (MQTTMessage) -> Void)?, published: Int)>((nil, 0))
+    /// A struct, not a tuple: a closure in a tuple kept in a generic container is re-wrapped in reabstraction
+    /// thunks each time the tuple is written back, until calling it exhausts the stack.
+    private struct State {
+        var handler: (@Sendable (MQTTMessage) -> Void)?
+        var published = 0
+    }
+
+    private let state = Mutex(State())
 
     init() {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
