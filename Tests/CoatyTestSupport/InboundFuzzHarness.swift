@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyModel
 import CoatyMQTT
+import Logging
 import Synchronization
 
 /// Feeds arbitrary bytes into a started communication manager as if the broker had delivered them, through the
@@ -30,6 +31,8 @@ public final class InboundFuzzHarness: Sendable {
                         IoActor(objectId: "a2", name: "a2", valueType: "r", useRawIoValues: true),
                     ])
             ],
+            // Rejections are counted; logging each one would only slow the fuzzer down.
+            logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }),
             makeTransport: { transport })
         manager.start()
     }
