@@ -61,14 +61,20 @@ public enum ObserveSession {
                     if let object = resolve.event.object { feed.yield(.context(object)) }
                 }
             }
-            if let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout) {
-                group.addTask {
-                    for await returned in answers {
-                        guard case .result(let result) = returned.event.outcome else { continue }
-                        feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
-                    }
+            // Associations made before a context's Associate events are observed would be missed: the routers are
+            // asked for theirs after each new subscription (the broker handles this connection's SUBSCRIBE first).
+            @Sendable func routerAnswers() async {
+                guard let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout)
+                else { return }
+                for await returned in answers {
+                    guard case .result(let result) = returned.event.outcome else { continue }
+                    feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
                 }
             }
+            if let context = filter.context, let associates = try? manager.observeAssociate(ioContextName: context) {
+                group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+            }
+            group.addTask { await routerAnswers() }
             if case .table = output {
                 group.addTask {
                     while !Task.isCancelled {
@@ -105,9 +111,10 @@ public enum ObserveSession {
                     guard let values = try? manager.observeIoRoute(route) else { continue }
                     group.addTask { for await payload in values { feed.yield(.value(route: route, payload: payload)) } }
                 }
-                for context in changes.newContexts {
+                for context in changes.newContexts where context != filter.context {
                     guard let associates = try? manager.observeAssociate(ioContextName: context) else { continue }
                     group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+                    group.addTask { await routerAnswers() }
                 }
                 for event in changes.events {
                     switch output {
