@@ -94,7 +94,10 @@ let package = Package(
             dependencies: ["CoatyEdgeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
-        .target(name: "CoatyTestSupport", dependencies: ["CoatyCommunication", "EdgeEmulation"], path: "Tests/CoatyTestSupport"),
+        .target(
+            name: "CoatyTestSupport",
+            dependencies: ["CoatyCommunication", "EdgeEmulation", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/CoatyTestSupport"),
         .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),

@@ -57,7 +57,7 @@ for _ in $(seq 50); do
 done
 
 for agent in router normal-actor emergency-actor sensors; do
-    "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" 2>&1 | sed -u "s/^/[$agent] /" &
+    "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" > >(sed -u "s/^/[$agent] /") 2>&1 &
     pids+=($!)
 done
 

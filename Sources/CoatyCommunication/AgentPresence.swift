@@ -22,8 +22,8 @@ public enum PresenceChange: Sendable, Hashable {
     case joined(AgentInfo)
     /// The agent advertised or deadvertised IO nodes.
     case updated(AgentInfo)
-    /// The agent deadvertised itself, or died and the broker published its last will, or it did not answer
-    /// when this agent came back online.
+    /// The agent deadvertised itself, or died and the broker published its last will, or it neither answered nor
+    /// advertised itself when this agent came back online.
     case left(AgentInfo)
 }
 
@@ -37,6 +37,9 @@ public final class AgentPresence: Sendable {
         var agents: [String: AgentInfo] = [:]
         /// Nodes whose agent's identity has not arrived yet.
         var pendingNodes: [String: [IoNode]] = [:]
+        /// During a census: the agents whose identity arrived since it began, by Resolve or by Advertise (an agent
+        /// that reconnects after this one misses the Discover but advertises itself).
+        var seenDuringCensus: Set<String>?
         var nextId = 0
         var watchers: [Int: ObservationStream<PresenceChange>.Continuation] = [:]
     }
@@ -119,35 +122,38 @@ public final class AgentPresence: Sendable {
         }
     }
 
-    /// Asks every agent for its identity and nodes; agents known before that do not answer are gone.
+    /// Asks every agent for its identity and nodes; agents known before that neither answer nor advertise their
+    /// identity meanwhile are gone.
     private func takeCensus() async {
-        let before = Set(state.withLock { $0.agents.keys })
-        var answered = Set<String>()
-        await withTaskGroup(of: Set<String>.self) { group in
+        let before = state.withLock { state in
+            state.seenDuringCensus = []
+            return Set(state.agents.keys)
+        }
+        await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                var answered = Set<String>()
                 for await resolve in self.manager.publishDiscover(.coreTypes([.identity]), timeout: self.censusTimeout) {
                     guard let object = resolve.event.object, let identity = try? Identity(object) else { continue }
                     self.add(identity, namespace: resolve.namespace)
-                    answered.insert(identity.objectId)
                 }
-                return answered
             }
             group.addTask {
                 for await resolve in self.manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
                     guard let object = resolve.event.object, let node = try? IoNode(object) else { continue }
                     self.add(node, of: resolve.sourceId)
                 }
-                return []
             }
-            for await agents in group { answered.formUnion(agents) }
+        }
+        let seen = state.withLock { state in
+            defer { state.seenDuringCensus = nil }
+            return state.seenDuringCensus ?? []
         }
         guard !Task.isCancelled, manager.operatingState == .started else { return }
-        remove(Array(before.subtracting(answered)))
+        remove(Array(before.subtracting(seen)))
     }
 
     private func add(_ identity: Identity, namespace: String) {
         notify { state in
+            state.seenDuringCensus?.insert(identity.objectId)
             if var agent = state.agents[identity.objectId] {
                 guard agent.identity != identity || agent.namespace != namespace else { return nil }
                 agent.identity = identity

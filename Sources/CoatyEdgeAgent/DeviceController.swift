@@ -72,7 +72,7 @@ final class DeviceController: Controller {
             }
             for output in devices.outputs {
                 guard let actor = actorsById[output.ioActorId] else { continue }
-                group.addTask { await self.drive(output, from: actor, logger: logger) }
+                group.addTask { await self.drive(output, from: actor, manager: manager, logger: logger) }
             }
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
@@ -131,7 +131,7 @@ final class DeviceController: Controller {
 
     // MARK: - Outputs
 
-    private func drive(_ output: OutputDevice, from actor: IoActor, logger: Logger) async {
+    private func drive(_ output: OutputDevice, from actor: IoActor, manager: CommunicationManager, logger: Logger) async {
         let label = "GPIO output \(output.line)"
         let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
         var failures = 0
@@ -157,10 +157,14 @@ final class DeviceController: Controller {
                     self.apply(json, to: output.ioActorId, label: label, actor: actor, logger: logger)
                 }
             }
+            guard let ioStates = try? manager.observeIoState(of: actor.objectId) else { return }
             group.addTask {
-                // Only a lost association counts: an actor that was never associated keeps its initial state.
+                // Only a lost association counts: an actor that was never associated keeps its initial state. Coaty
+                // reports an actor unassociated after any disassociation, even while other sources still feed it,
+                // so the routing table, which knows whether one does, decides.
                 var wasAssociated = false
-                for await isAssociated in self.actors.associations(of: actor) {
+                for await _ in ioStates {
+                    let isAssociated = manager.ioState(of: actor.objectId).hasAssociations
                     if wasAssociated && !isAssociated {
                         self.enterSafeState(of: output.ioActorId, label: label, logger: logger, reason: "\(actor.name) lost its association")
                     }

@@ -36,7 +36,10 @@ public final class IoRouter: Controller {
         case discover(DiscoverRequest)
         case associationsCall(CallRequest)
         case rules(any IoRoutingRules)
-        case census(before: Set<String>, answered: Set<String>)
+        /// Back online: the nodes managed until now are alive only if managed again (resolved or advertised)
+        /// before the census ends; an agent that reconnects after the router misses its Discover but advertises.
+        case censusStarted
+        case censusEnded
         case stop(CheckedContinuation<Void, Never>)
     }
 
@@ -54,8 +57,8 @@ public final class IoRouter: Controller {
     /// - Parameters:
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
     ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
-    ///   - censusTimeout: after a reconnect, nodes that do not answer a Discover within this time are dropped,
-    ///     since their agents' wills may have gone out while the router was offline.
+    ///   - censusTimeout: after a reconnect, nodes that neither answer a Discover nor are advertised again within
+    ///     this time are dropped, since their agents' wills may have gone out while the router was offline.
     public init(context: IoContext, rules: any IoRoutingRules = IoAssociationRules.all, censusTimeout: Duration = .seconds(3)) {
         shared = Mutex(Shared(context: context, rules: rules))
         self.censusTimeout = censusTimeout
@@ -112,15 +115,13 @@ public final class IoRouter: Controller {
             }
             group.addTask {
                 for await state in manager.communicationStates() where state == .online {
-                    let before = Set(self.managedNodeIds)
-                    var answered = Set<String>()
+                    input.yield(.censusStarted)
                     for await resolve in manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
                         guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
                         else { continue }
-                        answered.insert(node.objectId)
                         input.yield(.managed(node))
                     }
-                    input.yield(.census(before: before, answered: answered))
+                    input.yield(.censusEnded)
                 }
             }
             group.addTask {
@@ -162,6 +163,8 @@ public final class IoRouter: Controller {
         var nodes: [IoNode] = []
         var sourceRoutes: [String: String] = [:]
         var associations: [IoAssociation] = []
+        /// During a census: the nodes managed when it started, and those managed again since.
+        var census: (before: Set<String>, alive: Set<String>)?
 
         init(manager: CommunicationManager, logger: Logger, contextName: String, router: IoRouter) {
             self.manager = manager
@@ -173,6 +176,7 @@ public final class IoRouter: Controller {
         mutating func handle(_ trigger: Trigger) async {
             switch trigger {
             case .managed(let node):
+                census?.alive.insert(node.objectId)
                 if node.ioSources.isEmpty && node.ioActors.isEmpty {
                     await unmanage([node.objectId])
                 } else {
@@ -181,8 +185,12 @@ public final class IoRouter: Controller {
                 }
             case .deadvertised(let objectIds):
                 await unmanage(objectIds)
-            case .census(let before, let answered):
-                await unmanage(Array(before.subtracting(answered)))
+            case .censusStarted:
+                census = (Set(nodes.map(\.objectId)), [])
+            case .censusEnded:
+                guard let (before, alive) = census else { return }
+                census = nil
+                await unmanage(Array(before.subtracting(alive)))
             case .update(let request):
                 await handleUpdate(request)
             case .discover(let request):

@@ -70,6 +70,19 @@ import Testing
         #expect(model.rows(at: 30).first?.actors == [])
     }
 
+    /// A Coaty JS router does not answer the associations call, so observe may not know a pair the router
+    /// associated before it started; the router's disassociation of that pair is still an event.
+    @Test func disassociationOfAPairAssociatedBeforeObserveStartedIsReported() {
+        var model = ObserveModel(ownAgentId: "me")
+        _ = model.apply(.joined(Self.agent("ag1", "Sensors", sources: [Self.source])), at: 0)
+        _ = model.apply(.joined(Self.agent("ag2", "Displays", actors: [Self.actor])), at: 0)
+        let disassociate = AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil)
+        #expect(model.apply(disassociate, routerId: "js-router", at: 40).events == [.disassociated(.init(
+            time: 40, context: "Ctx", routerId: "js-router", sourceId: "s1", sourceName: "Boiler", actorId: "a1",
+            actorName: "Display", route: nil, updateRate: nil, rule: nil))])
+        #expect(model.rows(at: 40).first?.actors == [])
+    }
+
     @Test func routerAnswersGiveAssociationsWithTheirRules() throws {
         var model = ObserveModel(ownAgentId: "me")
         let result = try JSONValue(parsing: #"""

@@ -85,6 +85,21 @@ import Testing
         #expect(returned.outcome == .result(.null))
     }
 
+    /// Coaty JS 2.4.1 throws while validating a Query that has no `objectFilter` (publishing and receiving alike),
+    /// so every Query goes out with one, empty if need be; receiving one without it stays fine.
+    @Test func queriesAlwaysCarryAnObjectFilter() throws {
+        #expect(QueryEvent(objectTypes: ["coaty.test.Item"]).payload.serialized()
+            == #"{"objectTypes":["coaty.test.Item"],"objectFilter":{}}"#)
+        #expect(QueryEvent(coreTypes: [.task]).payload.serialized() == #"{"coreTypes":["Task"],"objectFilter":{}}"#)
+        let filtered = QueryEvent(objectTypes: ["t"], objectFilter: ObjectFilter(take: 2))
+        #expect(filtered.payload.serialized() == #"{"objectTypes":["t"],"objectFilter":{"take":2}}"#)
+
+        let received = try QueryEvent(payload: JSONValue(parsing: Array(#"{"objectTypes":["t"]}"#.utf8)))
+        #expect(received.objectFilter == nil)
+        #expect(received.matches(CoatyObject(coreType: .coatyObject, objectType: "t", name: "n")))
+        #expect(received.payload.serialized() == #"{"objectTypes":["t"],"objectFilter":{}}"#)
+    }
+
     @Test func rejectionsPrintTopicsSafely() {
         let rejection = InboundRejection(topic: "coaty/3/\u{1B}[2J/" + String(repeating: "x", count: 500), reason: "r")
         #expect(!rejection.description.contains("\u{1B}"))

@@ -144,6 +144,32 @@ import Testing
         }
     }
 
+    /// Objects nested in objects (a Snapshot of a Snapshot, an IoNode among an IoNode's sources) are checked only
+    /// to a bounded depth: one message must not be able to exhaust the stack of the agent that receives it.
+    @Test func deeplyNestedObjectsAreRejectedNotACrash() throws {
+        var snapshot = CoatyObject(coreType: .coatyObject, name: "leaf").jsonValue
+        var node = IoNode(contextName: "c", parentObjectId: "p", ioSources: [], ioActors: []).jsonValue
+        for _ in 0..<200 {  // within the JSON parser's 512 levels
+            snapshot = [
+                "name": "Snapshot", "coreType": "Snapshot", "objectType": "coaty.Snapshot", "objectId": "s",
+                "parentObjectId": "p", "creationTimestamp": 1, "creatorId": "c", "object": snapshot,
+            ]
+            var wrapper = IoNode(contextName: "c", parentObjectId: "p", ioSources: [], ioActors: []).object.json
+            wrapper["ioSources"] = .array([node])
+            node = .object(wrapper)
+        }
+        for payload in [snapshot, node] {
+            #expect {
+                _ = try CoatyObject(validating: try JSONValue(parsing: payload.serialized()))
+            } throws: { error in
+                (error as? JSONShapeError)?.reason == "Coaty objects nested deeper than 16 levels"
+            }
+        }
+        var shallow = CoatyObject(coreType: .coatyObject, name: "leaf")
+        for _ in 0..<CoatyObjectShape.maximumNesting { shallow = Snapshot(of: shallow, creatorId: "c").object }
+        #expect(throws: Never.self) { try CoatyObject(validating: shallow.jsonValue) }
+    }
+
     @Test func uuidsAreVersion4Lowercase() {
         var seen = Set<String>()
         for _ in 0..<1000 {

@@ -148,6 +148,33 @@ public struct CommunicationScenarios: Sendable {
         await stop(requester, responder)
     }
 
+    /// Raw messages on application topics: exact topics and bytes, wildcards, retain; never Coaty events, and
+    /// Coaty topics refused.
+    public func rawMessages() async throws {
+        let publisher = agent("publisher")
+        let observer = agent("observer")
+        #expect(throws: CoatyError.self) { try observer.observeRaw(filter: "coaty/#") }
+        #expect(throws: CoatyError.self) { try publisher.publishRaw(topic: "coaty/foo/bar/baz", payload: [1]) }
+        let exact = Recorder(try observer.observeRaw(filter: "/test/42/"))
+        let everything = Recorder(try observer.observeRaw(filter: "#"))
+        try await online(publisher, observer)
+        for byte: UInt8 in [0, 255, 42] {
+            try publisher.publishRaw(topic: "/test/42/", payload: [byte])
+        }
+        try await publisher.publishAdvertise(AdvertiseEvent(object: Identity().object))
+        try publisher.publishRaw(topic: "plant/line1/state", payload: Array("on".utf8), retain: true)
+        try await exact.wait(count: 3)
+        #expect(exact.elements.map(\.payload) == [[0], [255], [42]])
+        #expect(exact.elements.allSatisfy { $0.topic == "/test/42/" })
+        try await everything.wait { $0.contains { $0.topic == "plant/line1/state" } }
+        #expect(everything.elements.allSatisfy { !$0.topic.hasPrefix("coaty/") })
+        // A retained message reaches an observer that comes later.
+        let late = Recorder(try observer.observeRaw(filter: "plant/+/state"))
+        try await late.wait(count: 1)
+        #expect(late.elements.first?.payload == Array("on".utf8))
+        await stop(publisher, observer)
+    }
+
     /// The Call/Return matrix of Coaty JS's communication spec: the callee has the context {floor: 7}.
     public func callReturnMatrix() async throws {
         let caller = agent("caller")

@@ -2,8 +2,8 @@ import CoatyModel
 import CoatyMQTT
 import Synchronization
 
-/// A broker in memory, for unit tests of protocol logic: MQTT wildcard routing, wills, per-publisher order, and
-/// outages. Never the only test of a feature; the integration tests use a real mosquitto.
+/// A broker in memory, for unit tests of protocol logic: MQTT wildcard routing, retained messages, wills,
+/// per-publisher order, and outages. Never the only test of a feature; the integration tests use a real mosquitto.
 public final class InMemoryBroker: Sendable {
     struct Client {
         var transport: InMemoryTransport
@@ -18,6 +18,7 @@ public final class InMemoryBroker: Sendable {
         var waiting: [InMemoryTransport] = []
         /// Every message published, in broker order.
         var log: [MQTTMessage] = []
+        var retained: [String: MQTTMessage] = [:]
     }
 
     private final class Shared: Sendable {
@@ -25,19 +26,20 @@ public final class InMemoryBroker: Sendable {
     }
 
     private let shared = Shared()
-    private let inbox: AsyncStream<MQTTMessage>.Continuation
+    /// Messages in broker order, for every matching client or (retained messages on subscribe) for one.
+    private let inbox: AsyncStream<(message: MQTTMessage, recipient: ObjectIdentifier?)>.Continuation
     private let delivery: Task<Void, Never>
 
     public init() {
-        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: (message: MQTTMessage, recipient: ObjectIdentifier?).self)
         inbox = continuation
         let shared = self.shared
         delivery = Task {
-            for await message in stream {
+            for await (message, recipient) in stream {
                 let handlers = shared.state.withLock { state in
-                    state.clients.values.filter { client in
-                        client.filters.contains { CoatyName.topic(message.topic, matches: $0) }
-                    }.map(\.handler)
+                    state.clients.filter { id, client in
+                        recipient.map { $0 == id } ?? client.filters.contains { CoatyName.topic(message.topic, matches: $0) }
+                    }.map(\.value.handler)
                 }
                 for handler in handlers { handler(message) }
             }
@@ -80,8 +82,19 @@ public final class InMemoryBroker: Sendable {
     }
 
     func route(_ message: MQTTMessage) {
-        shared.state.withLock { $0.log.append(message) }
-        inbox.yield(message)
+        shared.state.withLock { state in
+            state.log.append(message)
+            if message.retain {
+                state.retained[message.topic] = message.payload.isEmpty ? nil : message
+            }
+        }
+        inbox.yield((message, nil))
+    }
+
+    /// Queues for a new subscriber the retained messages its filter matches.
+    func deliverRetained(to transport: InMemoryTransport, filter: String) {
+        let messages = shared.state.withLock { $0.retained.values.filter { CoatyName.topic($0.topic, matches: filter) } }
+        for message in messages { inbox.yield((message, ObjectIdentifier(transport))) }
     }
 
     func connect(_ transport: InMemoryTransport, will: MQTTMessage?, handler: @escaping @Sendable (MQTTMessage) -> Void) -> Bool {
@@ -151,6 +164,7 @@ public final class InMemoryTransport: MQTTTransport, Sendable {
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
         guard broker.update(self, { if !$0.contains(topicFilter) { $0.append(topicFilter) } }) else { throw .notConnected }
+        broker.deliverRetained(to: self, filter: topicFilter)
     }
 
     public func unsubscribe(_ topicFilter: String) throws(MQTTError) {

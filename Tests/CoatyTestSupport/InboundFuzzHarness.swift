@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyModel
 import CoatyMQTT
+import Logging
 import Synchronization
 
 /// Feeds arbitrary bytes into a started communication manager as if the broker had delivered them, through the
@@ -30,6 +31,8 @@ public final class InboundFuzzHarness: Sendable {
                         IoActor(objectId: "a2", name: "a2", valueType: "r", useRawIoValues: true),
                     ])
             ],
+            // Rejections are counted; logging each one would only slow the fuzzer down.
+            logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }),
             makeTransport: { transport })
         manager.start()
     }
@@ -54,7 +57,14 @@ public final class InboundFuzzHarness: Sendable {
 final class CapturingTransport: MQTTTransport, Sendable {
     let connectionEvents: AsyncStream<MQTTConnectionEvent>
     private let events: AsyncStream<MQTTConnectionEvent>.Continuation
-    private let state = Mutex<(handler: (@Sendable (MQTTMessage) -> Void)?, published: Int)>((nil, 0))
+    /// A struct, not a tuple: a closure in a tuple kept in a generic container is re-wrapped in reabstraction
+    /// thunks each time the tuple is written back, until calling it exhausts the stack.
+    private struct State {
+        var handler: (@Sendable (MQTTMessage) -> Void)?
+        var published = 0
+    }
+
+    private let state = Mutex(State())
 
     init() {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)

@@ -1,7 +1,9 @@
 import CoatyCommunication
+import CoatyIORouting
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
+import CoatyRuntime
 import CoatyTestSupport
 import Foundation
 import MQTTTestSupport
@@ -86,6 +88,65 @@ import Testing
         _ = try await announcer.disconnect()
         tracking.cancel()
         await scenarios.stop(watcher)
+        try await broker.stop()
+    }
+
+    /// After a broker restart, an agent that comes back later than this one (Coaty JS retries every second) misses
+    /// the census Discover, but advertises its identity and IO node again: the router keeps routing it and presence
+    /// keeps it. An agent that neither answers nor advertises is dropped. The peers are hand-written frames.
+    @Test func anAgentThatAdvertisesDuringTheCensusAfterABrokerRestartIsKept() async throws {
+        let broker = try await TestBroker.started()
+        // The presence census lasts 3 s; the router's as long, so the late agent surely comes back during both.
+        let router = IoRouter(context: IoContext(name: "ctx"), censusTimeout: .seconds(3))
+        let container = try await Container.resolve(
+            configuration: Configuration(identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
+            controllers: [("Router", router)])
+        let presence = Recorder(container.presence.changes())
+        container.start()
+
+        func node(of agent: Identity, valueType: String) -> IoNode {
+            IoNode(
+                contextName: "ctx", parentObjectId: agent.objectId,
+                ioSources: [IoSource(name: "\(agent.name) source", valueType: valueType)],
+                ioActors: [IoActor(name: "\(agent.name) actor", valueType: valueType)])
+        }
+        func advertise(_ agent: Identity, _ node: IoNode) async throws -> TestClient {
+            let client = try await TestClient.connected(to: broker)
+            for object in [agent.object, node.object] {
+                try client.publish(
+                    "coaty/3/-/ADV:\(object.coreType.rawValue)/\(agent.objectId)", AdvertiseEvent(object: object).payload.serializedBytes())
+            }
+            try await client.sync()
+            return client
+        }
+        let late = Identity(name: "late"), gone = Identity(name: "gone")
+        let lateNode = node(of: late, valueType: "late"), goneNode = node(of: gone, valueType: "gone")
+        try await poll { container.communicationManager.communicationState == .online }
+        for client in [try await advertise(late, lateNode), try await advertise(gone, goneNode)] {
+            _ = try await client.disconnect()
+        }
+        try await poll { router.associations.count == 2 && container.presence.agents.count == 3 }
+
+        try await broker.stop()
+        try await broker.start()
+        // The router's census Discover and presence's went out before the late agent is back.
+        let discover = "Received PUBLISH from \(container.communicationManager.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/"
+        try await poll { broker.logText.components(separatedBy: discover).count - 1 == 6 }
+        let lateAgain = try await advertise(late, lateNode)
+
+        try await poll(within: .seconds(20)) { router.associations.map(\.sourceName) == ["late source"] }
+        #expect(router.managedNodeIds == [lateNode.objectId])
+        let left = { (changes: [PresenceChange]) in
+            changes.compactMap { change -> String? in if case .left(let agent) = change { agent.name } else { nil } }
+        }
+        _ = try await presence.wait { left($0).contains("gone") }
+        try await brokerSync(container.communicationManager)
+        #expect(container.presence.agents.map(\.name) == ["late", "router"])
+        // mosquitto publishes every client's will when it shuts down, so the router saw itself leave and rejoin.
+        #expect(!left(presence.elements).contains("late"))
+
+        _ = try await lateAgain.disconnect()
+        await container.shutdown()
         try await broker.stop()
     }
 }

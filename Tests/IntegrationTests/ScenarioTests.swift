@@ -13,6 +13,7 @@ import Testing
     @Test func oneWayEvents() async throws { try await communication.oneWayEvents() }
     @Test func requestResponseEvents() async throws { try await communication.requestResponseEvents() }
     @Test func callReturnMatrix() async throws { try await communication.callReturnMatrix() }
+    @Test func rawMessages() async throws { try await communication.rawMessages() }
     @Test func crossNamespaceIsolation() async throws { try await communication.crossNamespaceIsolation() }
     @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
     @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
@@ -35,6 +36,7 @@ import Testing
     @Test func oneWayEvents() async throws { try await withBroker { c, _ in try await c.oneWayEvents() } }
     @Test func requestResponseEvents() async throws { try await withBroker { c, _ in try await c.requestResponseEvents() } }
     @Test func callReturnMatrix() async throws { try await withBroker { c, _ in try await c.callReturnMatrix() } }
+    @Test func rawMessages() async throws { try await withBroker { c, _ in try await c.rawMessages() } }
     @Test func crossNamespaceIsolation() async throws { try await withBroker { c, _ in try await c.crossNamespaceIsolation() } }
     @Test func deferredPublications() async throws { try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() } }
     @Test func basicIoRouting() async throws { try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() } }

@@ -162,7 +162,9 @@ public struct ObserveModel: Sendable {
             watch(route, of: event.ioSourceId, changes: &changes)
             if admitted { changes.events.append(.associated(change)) }
         } else {
-            guard associations.removeValue(forKey: key) != nil else { return changes }
+            // Reported even for a pair not seen associated: a Coaty JS router cannot be asked for the pairs it
+            // associated before observe started, and it disassociates each pair only once.
+            associations[key] = nil
             if admitted { changes.events.append(.disassociated(change)) }
         }
         return changes

@@ -38,17 +38,9 @@ public enum ObserveSession {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
         var model = ObserveModel(filter: filter, ownAgentId: manager.identity.objectId)
         var recent: [String] = []
-        var watchedContexts = Set<String>()
         if case .table = output { write(LiveTable.enter) }
 
         await withDiscardingTaskGroup { group in
-            // The Associates of a context asked for are watched before the routers are asked for their
-            // associations: one that a router makes after answering would otherwise be missed until the context
-            // shows up in an advertisement.
-            if let context = filter.context, let associates = try? manager.observeAssociate(ioContextName: context) {
-                watchedContexts.insert(context)
-                group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
-            }
             let presenceChanges = session.presence.changes()
             group.addTask { await session.presence.run() }
             group.addTask { for await change in presenceChanges { feed.yield(.presence(change)) } }
@@ -69,14 +61,20 @@ public enum ObserveSession {
                     if let object = resolve.event.object { feed.yield(.context(object)) }
                 }
             }
-            if let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout) {
-                group.addTask {
-                    for await returned in answers {
-                        guard case .result(let result) = returned.event.outcome else { continue }
-                        feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
-                    }
+            // Associations made before a context's Associate events are observed would be missed: the routers are
+            // asked for theirs after each new subscription (the broker handles this connection's SUBSCRIBE first).
+            @Sendable func routerAnswers() async {
+                guard let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout)
+                else { return }
+                for await returned in answers {
+                    guard case .result(let result) = returned.event.outcome else { continue }
+                    feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
                 }
             }
+            if let context = filter.context, let associates = try? manager.observeAssociate(ioContextName: context) {
+                group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+            }
+            group.addTask { await routerAnswers() }
             if case .table = output {
                 group.addTask {
                     while !Task.isCancelled {
@@ -113,9 +111,10 @@ public enum ObserveSession {
                     guard let values = try? manager.observeIoRoute(route) else { continue }
                     group.addTask { for await payload in values { feed.yield(.value(route: route, payload: payload)) } }
                 }
-                for context in changes.newContexts where watchedContexts.insert(context).inserted {
+                for context in changes.newContexts where context != filter.context {
                     guard let associates = try? manager.observeAssociate(ioContextName: context) else { continue }
                     group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
+                    group.addTask { await routerAnswers() }
                 }
                 for event in changes.events {
                     switch output {

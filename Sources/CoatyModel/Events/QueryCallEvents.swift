@@ -51,7 +51,9 @@ public struct QueryEvent: Sendable, Hashable {
         var json = JSONObject()
         json.set("objectTypes", ifPresent: objectTypes.map { .array($0.map(JSONValue.string)) })
         json.set("coreTypes", ifPresent: coreTypes.map { .array($0.map { .string($0.rawValue) }) })
-        json.set("objectFilter", ifPresent: objectFilter.map { .object($0.json) })
+        // Always sent, `{}` when there is none: Coaty JS 2.4.1 reads `objectFilter.skip` unguarded while
+        // validating a Query, so it drops (and cannot publish) a Query without one.
+        json["objectFilter"] = .object((objectFilter ?? ObjectFilter()).json)
         json.set("objectJoinConditions", ifPresent: objectJoinConditions?.json)
         return json
     }

@@ -12,10 +12,14 @@ public struct CoatyObject: Sendable, Hashable {
     /// Validates `value` as Coaty JS validates received objects: the core fields, and the shape required by the
     /// object's core type.
     public init(validating value: JSONValue, at path: JSONPath = .root) throws(JSONShapeError) {
+        try self.init(validating: value, at: path, nesting: 0)
+    }
+
+    init(validating value: JSONValue, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
         guard case .object(let json) = value else {
             throw JSONShapeError(path: path, reason: "expected a Coaty object, found \(value.typeName)")
         }
-        try CoatyObjectShape.validate(json, at: path)
+        try CoatyObjectShape.validate(json, at: path, nesting: nesting)
         self.json = json
     }
 
@@ -91,7 +95,14 @@ extension CoatyObject: CustomStringConvertible {
 enum CoatyObjectShape {
     static let coreFields: Set<String> = ["objectId", "name", "objectType", "coreType"]
 
-    static func validate(_ json: JSONObject, at path: JSONPath) throws(JSONShapeError) {
+    /// How deep Coaty objects may contain Coaty objects (a Snapshot of a Snapshot of ...). Checking goes as deep as
+    /// the objects do; without a limit, one message from another agent could exhaust the stack.
+    static let maximumNesting = 16
+
+    static func validate(_ json: JSONObject, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
+        guard nesting <= maximumNesting else {
+            throw JSONShapeError(path: path, reason: "Coaty objects nested deeper than \(maximumNesting) levels")
+        }
         let object = JSONCursor(.object(json), path: path)
         _ = try object.required("name").string()
         _ = try object.required("objectType").nonEmptyString()
@@ -120,7 +131,7 @@ enum CoatyObjectShape {
             for (key, expected) in [("ioSources", CoreType.ioSource), ("ioActors", .ioActor)] {
                 guard let points = try object.optional(key) else { continue }
                 for point in try points.elements() {
-                    let nested = try CoatyObject(validating: point.value, at: point.path)
+                    let nested = try CoatyObject(validating: point.value, at: point.path, nesting: nesting + 1)
                     guard nested.coreType == expected else {
                         throw point.error("expected an object of core type \(expected.rawValue)")
                     }
@@ -180,7 +191,7 @@ enum CoatyObjectShape {
                 for tag in try tags.elements() { _ = try tag.nonEmptyString() }
             }
             let snapshotObject = try object.required("object")
-            _ = try CoatyObject(validating: snapshotObject.value, at: snapshotObject.path)
+            _ = try CoatyObject(validating: snapshotObject.value, at: snapshotObject.path, nesting: nesting + 1)
         case .user:
             let names = try object.required("names")
             let formatted = try names.optional("formatted")?.nonEmptyString()

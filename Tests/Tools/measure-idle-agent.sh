@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Measures an agent polling five sensors at 1 Hz: its CPU use and resident memory over a period, with every value
+# routed (a router in the same agent associates the sources with an actor, so values go over MQTT).
+#   sysfs:    five thermal zones in a sysfs tree written here (the agent's own cost, no emulation)
+#   emulated: five emulated I2C chips (TMP102, MCP9808, LM75A, SHT31, BME280) behind the umockdev preload
+# Usage: Tests/Tools/measure-idle-agent.sh [sysfs|emulated] [SECONDS]   (defaults: sysfs, 60). Needs mosquitto.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+mode=${1:-sysfs}
+seconds=${2:-60}
+cd "$repo"
+swift build -c release --product coaty-edge >/dev/null
+bin="$(swift build -c release --product coaty-edge --show-bin-path)/coaty-edge"
+
+work=$(mktemp -d -t coaty-edge-idle-XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait "${pids[@]}" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n' "$port" >"$work/mosquitto.conf"
+mosquitto -c "$work/mosquitto.conf" >/dev/null 2>&1 &
+pids+=($!)
+sleep 0.5
+
+sources="" sensors=""
+for index in 0 1 2 3 4; do
+    sources+="{\"objectId\": \"source-$index\", \"name\": \"Sensor $index\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"},"
+    if [[ $mode == sysfs ]]; then
+        mkdir -p "$work/sys/class/thermal/thermal_zone$index"
+        echo "$((40000 + index * 1000))" >"$work/sys/class/thermal/thermal_zone$index/temp"
+        sensors+="{\"driver\": \"thermal\", \"zone\": $index, \"pollInterval\": \"1s\", \"sources\": {\"temperature\": {\"ioSource\": \"source-$index\"}}},"
+    fi
+done
+if [[ $mode == emulated ]]; then
+    chips=('"tmp102", "address": "0x48"' '"mcp9808", "address": "0x18"' '"lm75a", "address": "0x49"' '"sht31", "address": "0x44"' '"bme280", "address": "0x76"')
+    for index in 0 1 2 3 4; do
+        sensors+="{\"driver\": ${chips[$index]}, \"bus\": \"/dev/i2c-1\", \"pollInterval\": \"1s\", \"sources\": {\"temperature\": {\"ioSource\": \"source-$index\"}}},"
+    done
+fi
+cat >"$work/agent.json" <<JSON
+{
+  "common": {"agentIdentity": {"name": "five sensors"}, "ioContextNodes": {"Measurement": {
+    "ioSources": [${sources%,}],
+    "ioActors": [{"objectId": "actor", "name": "Sink", "valueType": "coaty-edge.Temperature[Celsius]"}]}}},
+  "communication": {"brokerUrl": "mqtt://127.0.0.1:$port"},
+  "controllers": {"router": {"type": "ioRouter", "ioContext": {"name": "Measurement"}}},
+  "devices": {"emulated": $([[ $mode == emulated ]] && echo true || echo false), "sysfsRoot": "$work/sys", "sensors": [${sensors%,}]},
+  "logging": {"level": "warning"}
+}
+JSON
+"$bin" run --config "$work/agent.json" &
+agent=$!
+pids+=("$agent")
+sleep 5  # settle: connect, associate, first reads
+
+ticks=$(getconf CLK_TCK)
+cpu() { awk '{print $14 + $15}' "/proc/$agent/stat"; }
+before=$(cpu)
+start=$(date +%s.%N)
+sleep "$seconds"
+after=$(cpu)
+end=$(date +%s.%N)
+rss=$(awk '/VmRSS/ {print $2}' "/proc/$agent/status")
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$agent/status")
+threads=$(awk '/Threads/ {print $2}' "/proc/$agent/status")
+python3 - "$mode" "$before" "$after" "$start" "$end" "$ticks" "$rss" "$hwm" "$threads" <<'PY'
+import sys
+mode, before, after, start, end, ticks, rss, hwm, threads = sys.argv[1:]
+cpu = (float(after) - float(before)) / float(ticks)
+wall = float(end) - float(start)
+print(f"agent polling five sensors at 1 Hz ({mode}), over {wall:.0f} s:")
+print(f"  CPU   {cpu:.2f} s = {100 * cpu / wall:.2f} % of one core")
+print(f"  RSS   {int(rss) / 1024:.1f} MiB (peak {int(hwm) / 1024:.1f} MiB), {threads} threads")
+PY
