@@ -3,7 +3,7 @@ import RoutingRules
 import Testing
 
 /// These tests wait for the watcher for real. The time limit only guards against a hang; nothing here asserts
-/// how long anything takes. Serialized, because they count the watcher's threads and descriptors.
+/// how long anything takes.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct WatcherTests {
     typealias Outcome = RuleDirectoryWatcher.Element
@@ -124,8 +124,6 @@ struct WatcherTests {
     @Test func cancellingTheConsumerStopsTheThreadAndClosesTheDescriptors() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let descriptorsBefore = try await Self.descriptorsWithoutWatchers()
-
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
             var count = 0
@@ -137,38 +135,25 @@ struct WatcherTests {
         }
         var startedIterator = started.makeAsyncIterator()
         await startedIterator.next()
-        #expect(Self.watcherThreads() == 1)
-        #expect(
-            Self.watcherDescriptors().subtracting(descriptorsBefore).count == 3,
-            "inotify and both ends of the stop pipe")
+        #expect(Self.inotifyDescriptors(watching: directory.path).count == 1)
 
         consumer.cancel()
         #expect(await consumer.value == 1)
-        await Self.waitUntil { Self.watcherThreads() == 0 && Self.watcherDescriptors() == descriptorsBefore }
-        #expect(Self.watcherThreads() == 0)
-        #expect(Self.watcherDescriptors() == descriptorsBefore)
+        // The thread closes its inotify descriptor and both ends of its stop pipe together as it exits.
+        await Self.waitUntil { Self.inotifyDescriptors(watching: directory.path).isEmpty }
+        #expect(Self.inotifyDescriptors(watching: directory.path).isEmpty)
     }
 
     @Test func droppingTheIteratorStopsTheWatcher() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let descriptorsBefore = try await Self.descriptorsWithoutWatchers()
         do {
             var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
             #expect(await updates.next() != nil)
-            #expect(Self.watcherThreads() == 1)
+            #expect(Self.inotifyDescriptors(watching: directory.path).count == 1)
         }
-        await Self.waitUntil { Self.watcherThreads() == 0 && Self.watcherDescriptors() == descriptorsBefore }
-        #expect(Self.watcherThreads() == 0)
-        #expect(Self.watcherDescriptors() == descriptorsBefore)
-    }
-
-    /// The process's pipe descriptors once the watchers of earlier tests have finished stopping (they stop
-    /// asynchronously when their iterators go away).
-    static func descriptorsWithoutWatchers() async throws -> Set<String> {
-        await waitUntil { watcherThreads() == 0 && !watcherDescriptors().contains { $0.contains("inotify") } }
-        try #require(watcherThreads() == 0)
-        return watcherDescriptors()
+        await Self.waitUntil { Self.inotifyDescriptors(watching: directory.path).isEmpty }
+        #expect(Self.inotifyDescriptors(watching: directory.path).isEmpty)
     }
 
     /// Polls a condition that a watcher thread makes true as it exits, for at most 20 seconds; the caller then
@@ -180,26 +165,18 @@ struct WatcherTests {
         }
     }
 
-    /// Threads of this process that the watcher named.
-    static func watcherThreads() -> Int {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.filter { task in
-            let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
-            return name?.trimmingCharacters(in: .whitespacesAndNewlines) == "rules-watcher"
-        }.count
-    }
-
-    /// Open inotify and pipe descriptors of this process, with what they point to.
-    static func watcherDescriptors() -> Set<String> {
+    /// This process's inotify descriptors that watch `path`. Tests running alongside open their own watchers and
+    /// pipes; the inode a descriptor watches (in /proc/self/fdinfo) tells this test's watcher apart.
+    static func inotifyDescriptors(watching path: String) -> [String] {
+        var information = stat()
+        guard stat(path, &information) == 0 else { return [] }
+        let watched = "ino:" + String(information.st_ino, radix: 16) + " "
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return Set(
-            descriptors.compactMap { descriptor in
-                guard
-                    let target = try? FileManager.default.destinationOfSymbolicLink(
-                        atPath: "/proc/self/fd/\(descriptor)"),
-                    target.contains("inotify") || target.hasPrefix("pipe:")
-                else { return nil }
-                return "\(descriptor) \(target)"
-            })
+        return descriptors.filter { descriptor in
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == "anon_inode:inotify",
+                let details = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8)
+            else { return false }
+            return details.split(separator: "\n").contains { $0.hasPrefix("inotify wd:") && $0.contains(watched) }
+        }
     }
 }
