@@ -28,6 +28,7 @@ public final class CommunicationManager: Sendable {
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
     private let rejectedCounter = Counter(label: "coaty_edge_messages_rejected_total")
+    private let rejectionLogBudget = LogBudget()
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -480,6 +481,10 @@ public final class CommunicationManager: Sendable {
     private func reject(_ warning: @autoclosure () -> Logger.Message) {
         counters.messagesRejected.add(1)
         rejectedCounter.increment()
+        guard case .log(let suppressed) = rejectionLogBudget.admit() else { return }
+        if suppressed > 0 {
+            logger.warning("\(suppressed) more malformed messages were dropped without a log line")
+        }
         logger.warning(warning())
     }
 
