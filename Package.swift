@@ -5,6 +5,7 @@ import PackageDescription
 //   C shims                 CMosquitto, CI2C, CGPIOD, CUMockDev
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O)
 //   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
+//   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
 //   runtime                 CoatyRuntime (container, controllers, configuration)
 //   rules                   JsonLogic, RoutingRules
 //   IO routing              CoatyIORouting (source/actor controllers, backpressure, routers)
@@ -43,11 +44,14 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
 
+        // Shared objects: versioned key/value state and messages every agent can read and change.
+        .target(name: "CoatySharedObjects", dependencies: ["CoatyCommunication", .product(name: "Logging", package: "swift-log")]),
+
         // Runtime: container, controllers, configuration.
         .target(
             name: "CoatyRuntime",
             dependencies: [
-                "CoatyCommunication", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "CoatyCommunication", "CoatySharedObjects", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
@@ -105,6 +109,9 @@ let package = Package(
         .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
+        .testTarget(
+            name: "CoatySharedObjectsTests",
+            dependencies: ["CoatySharedObjects", "CoatyRuntime", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),

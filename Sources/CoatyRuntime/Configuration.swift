@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
+import CoatySharedObjects
 
 #if canImport(Glibc)
     import Glibc
@@ -17,6 +18,7 @@ import CoatyModel
 ///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
 ///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30}},
 ///   "controllers": {"<name>": {...}},
+///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
 ///   "logging": {"level": "info"},
 ///   "metrics": {"port": 9464, "host": "127.0.0.1"}
@@ -30,6 +32,8 @@ public struct Configuration: Sendable {
     public var communication: CommunicationOptions
     /// Options per controller name, each with its JSON path for the controller's own error messages.
     public var controllerOptions: [String: JSONCursor]
+    /// The shared objects this agent hosts from its start.
+    public var sharedObjects: [SharedObjectDefinition]
     /// The `devices` section, read by the hardware layer.
     public var devices: JSONCursor?
     public var logLevel: LogLevelName
@@ -53,7 +57,7 @@ public struct Configuration: Sendable {
     }
 
     static let topLevelMembers: Set<String> = [
-        "$schema", "common", "communication", "controllers", "devices", "logging", "metrics",
+        "$schema", "common", "communication", "controllers", "sharedObjects", "devices", "logging", "metrics",
     ]
 
     /// Reads and validates a configuration file.
@@ -85,6 +89,7 @@ public struct Configuration: Sendable {
         identity: Identity = Identity(), ioNodes: [IoNodeDefinition] = [], communication: CommunicationOptions = CommunicationOptions(),
         controllerOptions: [String: JSONObject] = [:], source: String = "configuration"
     ) {
+        sharedObjects = []
         self.source = source
         self.identity = identity
         self.ioNodes = ioNodes
@@ -119,6 +124,7 @@ public struct Configuration: Sendable {
             controllerOptions[name] = options
         }
         self.controllerOptions = controllerOptions
+        sharedObjects = try document.optional("sharedObjects").map(Self.readSharedObjects) ?? []
         devices = try document.optional("devices")
 
         let logging = try document.optional("logging")
@@ -129,6 +135,36 @@ public struct Configuration: Sendable {
             logLevel = .info
         }
         metrics = try document.optional("metrics").map(Self.readMetrics)
+    }
+
+    static func readSharedObjects(_ section: JSONCursor) throws(JSONShapeError) -> [SharedObjectDefinition] {
+        var objectIds: Set<String> = []
+        return try section.members().map { name, object throws(JSONShapeError) in
+            guard CoatyName.isValid(name) else {
+                throw object.error("a shared object name must be non-empty without '+', '#' or '/'")
+            }
+            try object.allowOnly(["objectId", "data", "expiry", "readOnly", "maxValueBytes", "maxDataBytes"])
+            var definition = SharedObjectDefinition(name: name)
+            if let objectId = try object.optional("objectId") {
+                let id = try objectId.nonEmptyString()
+                guard objectIds.insert(id).inserted else { throw objectId.error("\(id) is already the objectId of another shared object") }
+                definition.objectId = id
+            }
+            definition.data = try object.optional("data")?.object() ?? [:]
+            definition.expiryMinutes = try object.optional("expiry")?.number(in: 0.001...5_256_000)
+            definition.isReadOnly = try object.optional("readOnly")?.bool() ?? false
+            if let maximum = try object.optional("maxValueBytes") {
+                definition.limits.maximumValueBytes = try maximum.integer(in: 16...1_048_576)
+            }
+            if let maximum = try object.optional("maxDataBytes") {
+                definition.limits.maximumDataBytes = try maximum.integer(in: 16...16_777_216)
+            }
+            let dataBytes = JSONValue.object(definition.data).serializedBytes().count
+            guard dataBytes <= definition.limits.maximumDataBytes else {
+                throw object.error("its data has \(dataBytes) bytes, more than maxDataBytes (\(definition.limits.maximumDataBytes))")
+            }
+            return definition
+        }
     }
 
     static func readMetrics(_ section: JSONCursor) throws(JSONShapeError) -> MetricsEndpoint {

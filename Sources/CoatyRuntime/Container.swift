@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
+import CoatySharedObjects
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -15,6 +16,7 @@ public final class Container: Service, Sendable {
     public let configuration: Configuration
     public let communicationManager: CommunicationManager
     public let presence: AgentPresence
+    public let sharedObjects: SharedObjects
     public let logger: Logger
     private let controllers: [(name: String, controller: any Controller, context: ControllerContext)]
     private let running = Mutex<Task<Void, Never>?>(nil)
@@ -50,11 +52,13 @@ public final class Container: Service, Sendable {
         communicationManager = manager
         let presence = AgentPresence(manager: manager)
         self.presence = presence
+        let sharedObjects = SharedObjects(manager: manager, logger: Logger(label: "coaty.shared"))
+        self.sharedObjects = sharedObjects
         self.controllers = controllers.map { name, controller in
             let options = configuration.controllerOptions[name]
                 ?? JSONCursor(.object([:]), path: JSONPath([.key("controllers"), .key(name)]))
             let context = ControllerContext(
-                name: name, communicationManager: manager, presence: presence, options: options,
+                name: name, communicationManager: manager, presence: presence, sharedObjects: sharedObjects, options: options,
                 configurationSource: configuration.source, logger: Logger(label: "coaty.controller.\(name)"))
             return (name, controller, context)
         }
@@ -66,12 +70,21 @@ public final class Container: Service, Sendable {
         controllers.first { $0.name == name }?.controller as? C
     }
 
-    /// Starts the manager and runs presence and every controller's `whileStarted` until `stop()`.
+    /// Starts the manager and runs presence, shared objects (hosting the configured ones) and every controller's
+    /// `whileStarted` until `stop()`.
     public func start() {
         communicationManager.start()
-        let task = Task { [controllers, presence] in
+        let task = Task { [controllers, presence, sharedObjects, configuration, logger] in
             await withDiscardingTaskGroup { group in
                 group.addTask { await presence.run() }
+                group.addTask { await sharedObjects.run() }
+                for definition in configuration.sharedObjects {
+                    do {
+                        try await sharedObjects.host(definition)
+                    } catch {
+                        logger.error("cannot host shared object \(definition.name): \(error)")
+                    }
+                }
                 for (_, controller, context) in controllers {
                     group.addTask { await controller.whileStarted(context) }
                 }

@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyJSON
 import CoatyModel
+import CoatySharedObjects
 import Logging
 
 /// What a controller gets from its container.
@@ -9,6 +10,7 @@ public struct ControllerContext: Sendable {
     public let name: String
     public let communicationManager: CommunicationManager
     public let presence: AgentPresence
+    public let sharedObjects: SharedObjects
     /// The controller's options (an empty object when the configuration has none), with their JSON path.
     public let options: JSONCursor
     /// The configuration file, for error messages about the options.

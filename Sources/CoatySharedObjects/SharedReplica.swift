@@ -1,0 +1,71 @@
+/// A client's copy of one shared object and what each event from the host makes of it. Pure: the connection
+/// feeds it what arrives and hands on the events it returns.
+struct SharedReplica: Sendable {
+    enum Status: Sendable, Hashable {
+        /// No host has answered yet.
+        case waiting
+        case connected
+        /// The host is gone; `state` is the last known.
+        case unavailable
+        case deleted
+    }
+
+    let name: String
+    private(set) var status = Status.waiting
+    private(set) var state: SharedObjectState?
+
+    init(name: String) {
+        self.name = name
+    }
+
+    /// The object as a host advertised, resolved or completed it.
+    mutating func absorb(_ received: SharedObjectState) -> [SharedObjectEvent] {
+        guard received.name == name, status != .deleted else { return [] }
+        guard let current = state, status != .waiting else {
+            return bind(received)
+        }
+        guard received.objectId == current.objectId else {
+            // Another object under the same name: taken only once ours is gone.
+            return status == .unavailable ? bind(received) : []
+        }
+        if status == .unavailable { return bind(received) }
+        guard received.version > current.version else { return [] }
+        state = received
+        if let change = received.change, received.version == current.version + 1 {
+            return [.changed(change)]
+        }
+        return [.snapshot(received.snapshot)]
+    }
+
+    private mutating func bind(_ received: SharedObjectState) -> [SharedObjectEvent] {
+        state = received
+        status = .connected
+        return [.snapshot(received.snapshot)]
+    }
+
+    /// A Deadvertise: of the object (deleted or expired), or of its host's identity (stopped or died).
+    mutating func deadvertised(_ objectIds: [String]) -> [SharedObjectEvent] {
+        guard let state, status == .connected || status == .unavailable else { return [] }
+        if objectIds.contains(state.objectId) {
+            status = .deleted
+            return [.deleted]
+        }
+        if status == .connected && objectIds.contains(state.hostId) {
+            status = .unavailable
+            return [.unavailable]
+        }
+        return []
+    }
+
+    /// No host answered a Discover after this agent came back online: the host went while it was away.
+    mutating func unanswered() -> [SharedObjectEvent] {
+        guard status == .connected else { return [] }
+        status = .unavailable
+        return [.unavailable]
+    }
+
+    /// A message to a shared object, for this replica if it is of the object it holds.
+    func accepts(messageTo objectId: String) -> Bool {
+        state?.objectId == objectId && (status == .connected || status == .unavailable)
+    }
+}
