@@ -61,7 +61,9 @@ let package = Package(
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(
             name: "CoatyIORouting",
-            dependencies: ["CoatyRuntime", "RoutingRules", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "CoatyRuntime", "CoatySharedObjects", "RoutingRules", .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
@@ -111,7 +113,7 @@ let package = Package(
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatySharedObjectsTests",
-            dependencies: ["CoatySharedObjects", "CoatyRuntime", "CoatyTestSupport", "MQTTTestSupport"]),
+            dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),

@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyModel
 import CoatyRuntime
+import CoatySharedObjects
 import Logging
 import Synchronization
 
@@ -36,6 +37,8 @@ public final class IoRouter: Controller {
         case discover(DiscoverRequest)
         case associationsCall(CallRequest)
         case rules(any IoRoutingRules)
+        /// The data of a shared object the rules read; nil once it was deleted.
+        case sharedData(name: String, data: JSONObject?)
         /// Back online: the nodes managed until now are alive only if managed again (resolved or advertised)
         /// before the census ends; an agent that reconnects after the router misses its Discover but advertises.
         case censusStarted
@@ -46,12 +49,14 @@ public final class IoRouter: Controller {
     fileprivate struct Shared {
         var context: IoContext
         var rules: any IoRoutingRules
+        /// The data of the shared objects the rules read, by name.
+        var sharedData: JSONObject = [:]
         var associations: [IoAssociation] = []
         var managedNodeIds: [String] = []
         var triggers: AsyncStream<Trigger>.Continuation?
     }
 
-    private let shared: Mutex<Shared>
+    fileprivate let shared: Mutex<Shared>
     private let censusTimeout: Duration
 
     /// - Parameters:
@@ -124,16 +129,51 @@ public final class IoRouter: Controller {
                     input.yield(.censusEnded)
                 }
             }
-            group.addTask {
-                var evaluation = Evaluation(manager: manager, logger: logger, contextName: contextName, router: self)
-                await evaluation.advertiseContext()
-                await evaluation.evaluate()
-                for await trigger in triggers {
-                    await evaluation.handle(trigger)
+            var evaluation = Evaluation(manager: manager, logger: logger, contextName: contextName, router: self)
+            var followed: Set<String> = []
+            func follow(_ names: Set<String>) {
+                for name in names.subtracting(followed).sorted() {
+                    group.addTask { await Self.follow(sharedObject: name, of: context.sharedObjects, into: input, logger: logger) }
                 }
+                followed.formUnion(names)
+            }
+            follow(rules.sharedObjectNames)
+            await evaluation.advertiseContext()
+            await evaluation.evaluate()
+            for await trigger in triggers {
+                if case .rules(let rules) = trigger { follow(rules.sharedObjectNames) }
+                await evaluation.handle(trigger)
             }
         }
         shared.withLock { $0.triggers = nil }
+    }
+
+    /// Hands the data of a shared object the rules read to the evaluation, now and after every change. While the
+    /// object's host is away the last data stays, so that a host restart does not churn the routing; once the
+    /// object is deleted, its data is gone. Followed until the router stops, even if later rules no longer read it.
+    private static func follow(
+        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: AsyncStream<Trigger>.Continuation, logger: Logger
+    ) async {
+        let connection: SharedObjectConnection
+        do {
+            connection = try await sharedObjects.connect(name, ifMissing: .wait)
+        } catch {
+            logger.error("routing rules read shared object \(name), which cannot be followed: \(error)")
+            return
+        }
+        defer { connection.disconnect() }
+        for await event in connection.events {
+            switch event {
+            case .snapshot(let snapshot):
+                triggers.yield(.sharedData(name: name, data: snapshot.data))
+            case .changed:
+                triggers.yield(.sharedData(name: name, data: connection.snapshot?.data))
+            case .deleted:
+                triggers.yield(.sharedData(name: name, data: nil))
+            case .unavailable, .message:
+                break
+            }
+        }
     }
 
     /// Disassociates every pair while the agent can still publish, as Coaty's routers do on stop.
@@ -211,6 +251,13 @@ public final class IoRouter: Controller {
                 ])))
             case .rules:
                 await evaluate()
+            case .sharedData(let name, let data):
+                let changed = router.shared.withLock { shared in
+                    guard shared.sharedData[name] != data.map(JSONValue.object) else { return false }
+                    shared.sharedData[name] = data.map(JSONValue.object)
+                    return true
+                }
+                if changed { await evaluate() }
             case .stop(let continuation):
                 for association in associations {
                     await publish(association, route: nil)
@@ -288,8 +335,7 @@ public final class IoRouter: Controller {
 
         /// Coaty's rule evaluation: compatible pairs, the first matching rule, rates, then only the changes on the wire.
         mutating func evaluate() async {
-            let context = router.context
-            let rules = router.rules
+            let (context, rules, sharedData) = router.shared.withLock { ($0.context, $0.rules, $0.sharedData) }
             var matched: [(source: IoSource, actor: IoActor, rate: Double?, rule: String)] = []
             var problems: Set<String> = []
             var seen = Set<[String]>()
@@ -299,7 +345,8 @@ public final class IoRouter: Controller {
                         for actor in actorNode.ioActors where source.isCompatible(with: actor) {
                             guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
                             let candidate = IoRoutingCandidate(
-                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context)
+                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context,
+                                shared: sharedData)
                             let result = rules.match(candidate)
                             problems.formUnion(result.problems)
                             guard let rule = result.rule else { continue }

@@ -9,12 +9,15 @@ public struct IoRoutingCandidate: Sendable {
     public let actor: IoActor
     public let actorNode: IoNode
     public let context: IoContext
+    /// The data of the shared objects the rules read, by object name.
+    public let shared: JSONObject
 
-    /// The data rule conditions read: `source`, `sourceNode`, `actor`, `actorNode` and `context`, each as its JSON.
+    /// The data rule conditions read: `source`, `sourceNode`, `actor`, `actorNode` and `context`, each as its JSON,
+    /// and `shared`.
     public var ruleData: JSONValue {
         [
             "source": source.jsonValue, "sourceNode": sourceNode.jsonValue, "actor": actor.jsonValue,
-            "actorNode": actorNode.jsonValue, "context": context.jsonValue,
+            "actorNode": actorNode.jsonValue, "context": context.jsonValue, "shared": .object(shared),
         ]
     }
 }
@@ -24,6 +27,12 @@ public protocol IoRoutingRules: Sendable {
     /// The rule that associates the pair (nil leaves it unassociated), and the conditions that failed to
     /// evaluate on the way, for the router to log.
     func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch
+    /// The shared objects whose data the rules read; the router follows them and re-evaluates when they change.
+    var sharedObjectNames: Set<String> { get }
+}
+
+extension IoRoutingRules {
+    public var sharedObjectNames: Set<String> { [] }
 }
 
 public struct IoRuleMatch: Sendable, Equatable {
@@ -75,7 +84,7 @@ extension RoutingRuleSet: IoRoutingRules {
     public func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch {
         let result = match(
             source: candidate.source.jsonValue, sourceNode: candidate.sourceNode.jsonValue, actor: candidate.actor.jsonValue,
-            actorNode: candidate.actorNode.jsonValue, context: candidate.context.jsonValue)
+            actorNode: candidate.actorNode.jsonValue, context: candidate.context.jsonValue, shared: candidate.shared)
         return IoRuleMatch(rule: result.rule?.name, problems: result.failures.map(\.description))
     }
 }

@@ -52,6 +52,14 @@ public struct JsonLogicExpression: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { json.serialized() }
 
+    /// The paths of the `var`s whose path is written as a literal, split at the dots, in the order they appear.
+    /// Computed paths (`{"var": {"cat": ...}}`) cannot be known before evaluating and are left out.
+    public var literalVariablePaths: [[String]] {
+        var paths: [[String]] = []
+        root.collectVariablePaths(into: &paths)
+        return paths
+    }
+
     public static func == (lhs: JsonLogicExpression, rhs: JsonLogicExpression) -> Bool {
         lhs.json == rhs.json && lhs.limits == rhs.limits
     }
@@ -98,6 +106,22 @@ indirect enum Node: Sendable {
     case operation(Operation)
     /// `var` with a path written as a literal, split once when read: most of what conditions do.
     case variable(VariablePath)
+}
+
+extension Node {
+    func collectVariablePaths(into paths: inout [[String]]) {
+        switch self {
+        case .literal:
+            break
+        case .array(let elements, _):
+            for element in elements { element.collectVariablePaths(into: &paths) }
+        case .operation(let operation):
+            for operand in operation.operands { operand.collectVariablePaths(into: &paths) }
+        case .variable(let variable):
+            paths.append(variable.components.map(String.init))
+            variable.fallback?.collectVariablePaths(into: &paths)
+        }
+    }
 }
 
 struct VariablePath: Sendable {

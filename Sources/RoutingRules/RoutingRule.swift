@@ -3,8 +3,9 @@ import JsonLogic
 
 /// One IO routing rule: associate a source with an actor when the condition holds.
 ///
-/// The condition sees `{"source", "sourceNode", "actor", "actorNode", "context"}`: the IoSource, the IoNode
-/// it belongs to, the IoActor, its IoNode and the router's IoContext, as they travel on the wire.
+/// The condition sees `{"source", "sourceNode", "actor", "actorNode", "context", "shared"}`: the IoSource, the
+/// IoNode it belongs to, the IoActor, its IoNode and the router's IoContext, as they travel on the wire, and the
+/// data of the shared objects the rules name (`shared.setpoints.fanOn` is key `fanOn` of object `setpoints`).
 public struct RoutingRule: Sendable, Hashable {
     /// Which sources the rule applies to.
     public enum ValueType: Sendable, Hashable, CustomStringConvertible {
@@ -62,6 +63,14 @@ public struct RoutingRuleSet: Sendable {
 
     public static let empty = RoutingRuleSet(checked: [])
 
+    /// The shared objects whose data the conditions read: the second component of each literal `var` path that
+    /// starts with `shared`.
+    public var sharedObjectNames: Set<String> {
+        Set(rules.flatMap { rule in
+            rule.condition.literalVariablePaths.compactMap { path in path.count >= 2 && path[0] == "shared" ? path[1] : nil }
+        })
+    }
+
     /// A rule set from rules whose names must be unique.
     public init(_ rules: [RoutingRule]) throws(RuleLoadError) {
         var firstByName: [String: RoutingRule] = [:]
@@ -103,12 +112,14 @@ public struct RoutingRuleSet: Sendable {
     ///
     /// The caller checks that the value types of source and actor are compatible; the rules do not.
     public func match(
-        source: JSONValue, sourceNode: JSONValue, actor: JSONValue, actorNode: JSONValue, context: JSONValue
+        source: JSONValue, sourceNode: JSONValue, actor: JSONValue, actorNode: JSONValue, context: JSONValue,
+        shared: JSONObject = [:]
     ) -> RuleMatch {
         let candidates = source["valueType"]?.stringValue.flatMap { rulesByValueType[$0] } ?? rulesForAnyValueType
         guard !candidates.isEmpty else { return RuleMatch(rule: nil, failures: []) }
         let data: JSONValue = [
             "source": source, "sourceNode": sourceNode, "actor": actor, "actorNode": actorNode, "context": context,
+            "shared": .object(shared),
         ]
         var failures: [RuleFailure] = []
         for rule in candidates {
