@@ -82,7 +82,8 @@ let package = Package(
         .target(
             name: "CoatyEdgeAgent",
             dependencies: [
-                "CoatyIORouting", "EdgeHardware", "EdgeEmulation", .product(name: "Metrics", package: "swift-metrics"),
+                "CoatyIORouting", "CoatySharedObjects", "EdgeHardware", "EdgeEmulation",
+                .product(name: "Metrics", package: "swift-metrics"),
             ]),
 
         // The command line: the agent's service (logging, metrics endpoint, systemd notification) and the client

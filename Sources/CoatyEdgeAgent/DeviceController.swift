@@ -3,6 +3,7 @@ import CoatyIORouting
 import CoatyJSON
 import CoatyModel
 import CoatyRuntime
+import CoatySharedObjects
 import EdgeHardware
 import Logging
 import Metrics
@@ -30,6 +31,8 @@ final class DeviceController: Controller {
         /// Per device label: "ok" or the error, in configuration order.
         var health: [(label: String, kind: String, ioPoints: [String], error: String?)] = []
         var outputs: [String: OutputDriver] = [:]
+        /// The data of the shared objects that output thresholds read, by object name.
+        var sharedData: [String: JSONObject] = [:]
         var statusChanges: AsyncStream<Void>.Continuation?
     }
 
@@ -73,6 +76,11 @@ final class DeviceController: Controller {
             for output in devices.outputs {
                 guard let actor = actorsById[output.ioActorId] else { continue }
                 group.addTask { await self.drive(output, from: actor, manager: manager, logger: logger) }
+                if case .sharedHysteresis(let thresholds) = output.control {
+                    group.addTask {
+                        await self.follow(thresholds, of: output, actor: actor, sharedObjects: context.sharedObjects, logger: logger)
+                    }
+                }
             }
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
@@ -139,8 +147,16 @@ final class DeviceController: Controller {
             do {
                 let line = try GPIOOutput(chip: output.line.chipPath, line: output.line.offset, activeLow: output.activeLow,
                     initiallyActive: output.initial)
-                let driver = try OutputDriver(line: line, logic: output.logic)
-                state.withLock { $0.outputs[output.ioActorId] = driver }
+                var driver = try OutputDriver(line: line, logic: output.logic)
+                state.withLock { state in
+                    // Shared thresholds that arrived while the line was being requested.
+                    if case .sharedHysteresis(let thresholds) = output.control, let (on, off) = thresholds.thresholds(state.sharedData),
+                        let hysteresis = thresholds.hysteresis(on: on, off: off)
+                    {
+                        _ = driver.retune(hysteresis)
+                    }
+                    state.outputs[output.ioActorId] = driver
+                }
                 setHealth(of: label, error: nil)
                 break
             } catch {
@@ -171,6 +187,63 @@ final class DeviceController: Controller {
                     wasAssociated = isAssociated
                 }
             }
+        }
+    }
+
+    /// Applies the thresholds of an output whose hysteresis reads shared objects, whenever their data changes. While
+    /// an object's host is away the last values stay in force; a deleted object's values give way to the defaults.
+    private func follow(
+        _ thresholds: SharedHysteresis, of output: OutputDevice, actor: IoActor, sharedObjects: SharedObjects, logger: Logger
+    ) async {
+        let label = "GPIO output \(output.line)"
+        await withDiscardingTaskGroup { group in
+            for name in thresholds.sharedObjectNames.sorted() {
+                group.addTask {
+                    let connection: SharedObjectConnection
+                    do {
+                        connection = try await sharedObjects.connect(name, ifMissing: .wait)
+                    } catch {
+                        logger.error("\(label) cannot follow shared object \(name): \(error)")
+                        return
+                    }
+                    defer { connection.disconnect() }
+                    for await event in connection.events {
+                        switch event {
+                        case .snapshot, .changed:
+                            self.state.withLock { $0.sharedData[name] = connection.snapshot?.data }
+                        case .deleted:
+                            self.state.withLock { $0.sharedData[name] = nil }
+                        case .unavailable, .message:
+                            continue
+                        }
+                        guard let (on, off) = thresholds.thresholds(self.state.withLock { $0.sharedData }) else { continue }
+                        guard let hysteresis = thresholds.hysteresis(on: on, off: off) else {
+                            logger.warning("\(label) (\(actor.name)) keeps its thresholds: on \(on) and off \(off) from shared objects leave no band")
+                            continue
+                        }
+                        self.retune(output.ioActorId, to: hysteresis, label: label, actor: actor, logger: logger)
+                    }
+                }
+            }
+        }
+    }
+
+    private func retune(_ actorId: String, to hysteresis: Hysteresis, label: String, actor: IoActor, logger: Logger) {
+        let (outcome, previous) = state.withLock { state -> (OutputOutcome?, Hysteresis?) in
+            let previous = state.outputs[actorId]?.logic.hysteresis
+            return (state.outputs[actorId]?.retune(hysteresis), previous)
+        }
+        if previous != hysteresis {
+            logger.info("\(label) (\(actor.name)) thresholds now on \(hysteresis.on), off \(hysteresis.off)")
+        }
+        switch outcome {
+        case .switched(let on)?:
+            logger.info("\(label) (\(actor.name)) switched \(on ? "on" : "off") by new thresholds")
+        case .failed(let error)?:
+            logger.error("\(label) (\(actor.name)) failed to switch: \(error)")
+            setHealth(of: label, error: error.description)
+        case .rejected?, .unchanged?, nil:
+            break
         }
     }
 

@@ -285,15 +285,15 @@ private struct DevicesParser {
         let safeState: SafeState = try entry.optional("safeState").map { (cursor) throws(JSONShapeError) in
             try choice(cursor)
         } ?? .off
-        let control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in
-            OutputControl.hysteresis(try hysteresis(cursor))
-        } ?? .switching
+        let control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
+            ?? .switching
         return OutputDevice(
             ioActorId: ioActorId, line: line, activeLow: activeLow, initial: initial == "on", safeState: safeState,
             control: control, path: entry.path)
     }
 
-    func hysteresis(_ cursor: JSONCursor) throws(JSONShapeError) -> Hysteresis {
+    /// Thresholds are numbers, or `{"shared": "<object>.<key>", "default": number}` for a value of a shared object.
+    func hysteresis(_ cursor: JSONCursor) throws(JSONShapeError) -> OutputControl {
         try cursor.allowOnly(["onAbove", "offBelow", "onBelow", "offAbove"])
         let object = try cursor.object()
         let fan = object.contains(key: "onAbove") || object.contains(key: "offBelow")
@@ -303,15 +303,32 @@ private struct DevicesParser {
             throw cursor.error(fan ? "mixes two kinds of thresholds: use \(pairs)" : "needs \(pairs)")
         }
         let (onKey, offKey) = fan ? ("onAbove", "offBelow") : ("onBelow", "offAbove")
-        let on = try cursor.required(onKey).number()
         let offCursor = try cursor.required(offKey)
-        let off = try offCursor.number()
-        let hysteresis = fan ? Hysteresis(onAbove: on, offBelow: off) : Hysteresis(onBelow: on, offAbove: off)
-        guard let hysteresis else {
+        let shared = SharedHysteresis(
+            on: try threshold(try cursor.required(onKey)), off: try threshold(offCursor), onWhenHigh: fan)
+        // Fixed thresholds (and the defaults of shared ones) must leave a band now; shared values are checked as they come.
+        if let (on, off) = shared.thresholds([:]), shared.hysteresis(on: on, off: off) == nil {
             let relation = fan ? "below" : "above"
             throw offCursor.error("must be \(relation) \(onKey), \(JSONValue.number(on)), to leave a band between them")
         }
-        return hysteresis
+        guard shared.sharedObjectNames.isEmpty, let (on, off) = shared.thresholds([:]), let fixed = shared.hysteresis(on: on, off: off)
+        else { return .sharedHysteresis(shared) }
+        return .hysteresis(fixed)
+    }
+
+    private func threshold(_ cursor: JSONCursor) throws(JSONShapeError) -> SharedHysteresis.Threshold {
+        guard case .object = cursor.value else { return .fixed(try cursor.number()) }
+        try cursor.allowOnly(["shared", "default"])
+        let reference = try cursor.required("shared")
+        let text = try reference.nonEmptyString()
+        guard let dot = text.firstIndex(of: "."), dot != text.startIndex, text.index(after: dot) != text.endIndex else {
+            throw reference.error("\"\(text)\" is not <shared object>.<key>, such as \"setpoints.fanOn\"")
+        }
+        let name = String(text[..<dot])
+        guard !name.contains(where: { $0 == "+" || $0 == "#" || $0 == "/" || $0 == "\0" }) else {
+            throw reference.error("\"\(name)\" is not a shared object name: no '+', '#' or '/'")
+        }
+        return .shared(object: name, key: String(text[text.index(after: dot)...]), fallback: try cursor.optional("default")?.number())
     }
 
     mutating func input(_ entry: JSONCursor) throws(JSONShapeError) -> InputDevice {

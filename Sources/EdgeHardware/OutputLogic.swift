@@ -6,6 +6,52 @@ public enum OutputControl: Sendable, Hashable {
     case switching
     /// On or off as a number crosses two thresholds, holding the state between them.
     case hysteresis(Hysteresis)
+    /// Hysteresis whose thresholds are values of shared objects, which may change at any time.
+    case sharedHysteresis(SharedHysteresis)
+}
+
+/// Hysteresis thresholds read from shared objects (`setpoints.fanOn`), each with a fallback until its object has
+/// the value, or fixed.
+public struct SharedHysteresis: Sendable, Hashable {
+    public enum Threshold: Sendable, Hashable {
+        case fixed(Double)
+        /// Key `key` of the shared object `object`; `fallback` while it has no number there.
+        case shared(object: String, key: String, fallback: Double?)
+    }
+
+    public var on: Threshold
+    public var off: Threshold
+    /// On above `on` and off below `off` (a fan), or on below `on` and off above `off` (a heater).
+    public var onWhenHigh: Bool
+
+    public init(on: Threshold, off: Threshold, onWhenHigh: Bool) {
+        self.on = on
+        self.off = off
+        self.onWhenHigh = onWhenHigh
+    }
+
+    public var sharedObjectNames: Set<String> {
+        Set([on, off].compactMap { threshold in
+            if case .shared(let object, _, _) = threshold { object } else { nil }
+        })
+    }
+
+    /// The two thresholds for the data of the shared objects now (by object name); nil while one has no value.
+    public func thresholds(_ data: [String: JSONObject]) -> (on: Double, off: Double)? {
+        func value(_ threshold: Threshold) -> Double? {
+            switch threshold {
+            case .fixed(let value): value
+            case .shared(let object, let key, let fallback): data[object]?[key]?.numberValue ?? fallback
+            }
+        }
+        guard let on = value(on), let off = value(off) else { return nil }
+        return (on, off)
+    }
+
+    /// The hysteresis for `thresholds`; nil when they leave no band between them.
+    public func hysteresis(on: Double, off: Double) -> Hysteresis? {
+        onWhenHigh ? Hysteresis(onAbove: on, offBelow: off) : Hysteresis(onBelow: on, offAbove: off)
+    }
 }
 
 /// Two thresholds with a band between them in which the state holds, so that a value hovering at one
@@ -64,16 +110,37 @@ public struct OutputLogic: Sendable, Hashable {
     public private(set) var state: Bool
     /// How many values meant nothing to this output and were ignored.
     public private(set) var rejectedValues = 0
+    /// The thresholds in force, for hysteresis; nil while shared thresholds have no values yet.
+    public private(set) var hysteresis: Hysteresis?
+    /// The last number received, so that new thresholds apply at once.
+    private var lastNumber: Double?
 
     public init(control: OutputControl, initial: Bool, safeState: SafeState) {
         self.control = control
         self.state = initial
         self.safeState = safeState
+        switch control {
+        case .switching:
+            hysteresis = nil
+        case .hysteresis(let fixed):
+            hysteresis = fixed
+        case .sharedHysteresis(let shared):
+            hysteresis = shared.thresholds([:]).flatMap { shared.hysteresis(on: $0.on, off: $0.off) }
+        }
+    }
+
+    /// New thresholds: the state after applying them to the last value received, or nil when there was none yet.
+    public mutating func retune(_ hysteresis: Hysteresis) -> Bool? {
+        self.hysteresis = hysteresis
+        guard let lastNumber else { return nil }
+        state = hysteresis.state(for: lastNumber, current: state)
+        return state
     }
 
     /// The state after `value`, or nil when the value means nothing to this output: then it is counted and
     /// the state holds.
     public mutating func receive(_ value: JSONValue) -> Bool? {
+        if case .number(let number) = value, number.isFinite { lastNumber = number }
         guard let next = decide(value) else {
             rejectedValues += 1
             return nil
@@ -104,8 +171,9 @@ public struct OutputLogic: Sendable, Hashable {
             case "off": return false
             default: return nil
             }
-        case (.hysteresis(let hysteresis), .number(let number)) where number.isFinite:
-            return hysteresis.state(for: number, current: state)
+        case (.hysteresis, .number(let number)) where number.isFinite, (.sharedHysteresis, .number(let number)) where number.isFinite:
+            // Without thresholds yet, the state holds.
+            return hysteresis?.state(for: number, current: state) ?? state
         default:
             return nil
         }
@@ -131,6 +199,12 @@ public struct OutputDriver: Sendable {
     /// Applies a routed value.
     public mutating func receive(_ value: JSONValue) -> OutputOutcome {
         guard let state = logic.receive(value) else { return .rejected(value) }
+        return apply(state)
+    }
+
+    /// Applies new hysteresis thresholds to the last value received.
+    public mutating func retune(_ hysteresis: Hysteresis) -> OutputOutcome {
+        guard let state = logic.retune(hysteresis) else { return .unchanged }
         return apply(state)
     }
 

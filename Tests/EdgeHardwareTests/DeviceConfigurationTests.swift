@@ -226,6 +226,16 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
         ])
     }
 
+    @Test func hysteresisThresholdsFromSharedObjects() throws {
+        let configuration = try parseDevices(#"""
+            {"outputs": [{"driver": "gpio-output", "ioActor": "fan", "chip": "gpiochip0", "line": 17,
+                          "hysteresis": {"onAbove": {"shared": "setpoints.fan.on", "default": 60}, "offBelow": 55}}]}
+            """#)
+        #expect(configuration.outputs[0].control == .sharedHysteresis(SharedHysteresis(
+            on: .shared(object: "setpoints", key: "fan.on", fallback: 60), off: .fixed(55), onWhenHigh: true)))
+        #expect(configuration.outputs[0].logic.hysteresis == Hysteresis(onAbove: 60, offBelow: 55))
+    }
+
     @Test func theSameAddressOnAnotherBusAndTheSameLineNumberOnAnotherChipAreFine() throws {
         let configuration = try parseDevices(#"""
             {"sensors": [\#(bme), {"driver": "bme280", "bus": 0, "address": "0x76", "sources": {"temperature": {"ioSource": "u"}}}],
@@ -398,6 +408,14 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
          #"$.devices.outputs[0].hysteresis: missing required member "offBelow""#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": "60", "offBelow": 55}}]}"#,
          "$.devices.outputs[0].hysteresis.onAbove: expected a number, found string"),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": {"shared": "fanOn"}, "offBelow": 55}}]}"#,
+         #"$.devices.outputs[0].hysteresis.onAbove.shared: "fanOn" is not <shared object>.<key>, such as "setpoints.fanOn""#),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": {"shared": "set/points.fanOn"}, "offBelow": 55}}]}"#,
+         #"$.devices.outputs[0].hysteresis.onAbove.shared: "set/points" is not a shared object name: no '+', '#' or '/'"#),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": {"shared": "s.on", "default": 50}, "offBelow": 55}}]}"#,
+         "$.devices.outputs[0].hysteresis.offBelow: must be below onAbove, 50, to leave a band between them"),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": {"shared": "s.on", "fallback": 60}, "offBelow": 55}}]}"#,
+         #"$.devices.outputs[0].hysteresis.onAbove.fallback: unknown member "fallback" (known: "default", "shared")"#),
         // Input values.
         (#"{"inputs": [{"driver": "gpio-input", "ioSource": "i", "chip": 0, "line": 1, "values": {"active": "x", "inactive": "x"}}]}"#,
          #"$.devices.inputs[0].values: "active" and "inactive" must differ, or the input tells nothing"#),

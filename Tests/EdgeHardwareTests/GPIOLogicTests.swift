@@ -65,6 +65,42 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         #expect(logic.state == after)
     }
 
+    @Test func newThresholdsApplyToTheLastValueAtOnce() throws {
+        var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
+        #expect(logic.retune(try #require(Hysteresis(onAbove: 57, offBelow: 52))) == nil)
+        #expect(logic.receive(58) == true)
+        // The setpoint rises above the temperature: still inside the new band, the fan keeps running.
+        #expect(logic.retune(try #require(Hysteresis(onAbove: 62, offBelow: 57))) == true)
+        #expect(logic.retune(try #require(Hysteresis(onAbove: 65, offBelow: 59))) == false)
+        #expect(logic.hysteresis == Hysteresis(onAbove: 65, offBelow: 59))
+        #expect(states(&logic, [64, 65.5]) == [false, true])
+    }
+
+    @Test func sharedThresholdsStartFromTheirDefaultsAndHoldTheStateWithoutValues() throws {
+        let withDefaults = SharedHysteresis(
+            on: .shared(object: "setpoints", key: "fanOn", fallback: 60), off: .fixed(55), onWhenHigh: true)
+        #expect(withDefaults.sharedObjectNames == ["setpoints"])
+        var logic = OutputLogic(control: .sharedHysteresis(withDefaults), initial: false, safeState: .off)
+        #expect(logic.hysteresis == Hysteresis(onAbove: 60, offBelow: 55))
+        #expect(states(&logic, [61, 50]) == [true, false])
+        #expect(withDefaults.thresholds(["setpoints": ["fanOn": 70]])! == (70, 55))
+        #expect(withDefaults.thresholds(["setpoints": ["fanOn": "hot"]])! == (60, 55))
+
+        let withoutDefaults = SharedHysteresis(
+            on: .shared(object: "setpoints", key: "heaterOn", fallback: nil),
+            off: .shared(object: "limits", key: "heaterOff", fallback: nil), onWhenHigh: false)
+        #expect(withoutDefaults.sharedObjectNames == ["setpoints", "limits"])
+        #expect(withoutDefaults.thresholds(["setpoints": ["heaterOn": 18]]) == nil)
+        var heater = OutputLogic(control: .sharedHysteresis(withoutDefaults), initial: true, safeState: .off)
+        #expect(heater.hysteresis == nil)
+        #expect(states(&heater, [30, -10]) == [true, true])
+        #expect(heater.rejectedValues == 0)
+        let (on, off) = try #require(withoutDefaults.thresholds(["setpoints": ["heaterOn": 18], "limits": ["heaterOff": 21]]))
+        #expect(heater.retune(try #require(withoutDefaults.hysteresis(on: on, off: off))) == true)
+        #expect(heater.receive(22) == false)
+        #expect(withoutDefaults.hysteresis(on: 21, off: 18) == nil)
+    }
+
     @Test func hysteresisHoldsTheSafeStateUntilAValueLeavesTheBand() throws {
         var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
         #expect(logic.receive(61) == true)
