@@ -103,7 +103,7 @@ let package = Package(
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(
             name: "CoatyTestSupport",
-            dependencies: ["CoatyCommunication", "EdgeEmulation", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CoatyCommunication", "CoatySharedObjects", "EdgeEmulation", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CoatyTestSupport"),
         .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 

@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyModel
 import CoatyMQTT
+import CoatySharedObjects
 import Logging
 import Synchronization
 
@@ -48,6 +49,25 @@ public final class InboundFuzzHarness: Sendable {
         let topic = String(decoding: bytes[..<newline], as: UTF8.self)
         let payload = newline < bytes.endIndex ? Array(bytes[(newline + 1)...]) : []
         transport.deliver(MQTTMessage(topic: topic, payload: payload))
+        readSharedObjects(topic: topic, payload: payload)
+    }
+
+    /// What a shared objects service reads of an Advertise, Resolve, Update or Complete: the object as shared
+    /// object state, and an Update's request. The service itself runs asynchronously, so it is fed here directly,
+    /// where a crash points at its input.
+    private func readSharedObjects(topic: String, payload: [UInt8]) {
+        guard case .success(.event(_, let event)) = CoatyCodec.decode(topic: topic, payload: payload) else { return }
+        let object: CoatyObject? =
+            switch event {
+            case .advertise(let advertise): advertise.object
+            case .resolve(let resolve): resolve.object
+            case .update(let update): update.object
+            case .complete(let complete): complete.object
+            default: nil
+            }
+        guard let object else { return }
+        _ = SharedObjectState(object)
+        _ = try? SharedObjectRequest(updating: object)
     }
 
     public var published: Int { transport.publishedCount }
