@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
-        .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
+        .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatySharedObjectsTests",
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),

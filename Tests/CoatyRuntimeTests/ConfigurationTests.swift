@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyJSON
 import CoatyModel
+import CoatySharedObjects
 import Foundation
 import Testing
 
@@ -102,6 +103,14 @@ import Testing
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": 9464, "path": "/m"}}"#, #"m.json: $.metrics.path: unknown member "path""#),
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "controllers": {"Router": []}}"#, "m.json: $.controllers.Router: expected an object, found array"),
         ("{\n  \"communication\": {\n    \"brokerUrl\": \"mqtt://h\",\n  }\n}", "m.json: not valid JSON: line 4, column 3:"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"a+b": {}}}"#, #"m.json: $.sharedObjects["a+b"]: a shared object name must be"#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"data": [1]}}}"#, "m.json: $.sharedObjects.s.data: expected an object, found array"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"expiry": 0}}}"#, "m.json: $.sharedObjects.s.expiry: 0 is out of range"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"readonly": true}}}"#, #"m.json: $.sharedObjects.s.readonly: unknown member "readonly""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"data": {"k": "0123456789"}, "maxDataBytes": 16}}}"#,
+         "m.json: $.sharedObjects.s: its data has 18 bytes, more than maxDataBytes (16)"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"objectId": "x"}, "t": {"objectId": "x"}}}"#,
+         "m.json: $.sharedObjects.t.objectId: x is already the objectId of another shared object"),
     ])
     func errorsNameFilePathAndReason(json: String, expected: String) {
         do {
@@ -110,6 +119,20 @@ import Testing
         } catch {
             #expect(error.description.hasPrefix(expected), "\(error)")
         }
+    }
+
+    @Test func sharedObjectsToHost() throws {
+        let configuration = try Configuration.parse(Array(#"""
+            {"communication": {"brokerUrl": "mqtt://h"},
+             "sharedObjects": {"setpoints": {"data": {"fanOn": 60}, "expiry": 30, "readOnly": true, "maxValueBytes": 64},
+                               "modes": {"objectId": "0c6e3b0a-3f0e-4d7c-9e0a-7f1b2c3d4e5f"}}}
+            """#.utf8), source: "m.json")
+        #expect(configuration.sharedObjects == [
+            SharedObjectDefinition(
+                name: "setpoints", data: ["fanOn": 60], expiryMinutes: 30, isReadOnly: true,
+                limits: SharedObjectLimits(maximumValueBytes: 64)),
+            SharedObjectDefinition(name: "modes", objectId: "0c6e3b0a-3f0e-4d7c-9e0a-7f1b2c3d4e5f"),
+        ])
     }
 
     @Test func loadsFromAFileAndReadsThePasswordFile() throws {
