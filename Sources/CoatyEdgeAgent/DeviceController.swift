@@ -199,24 +199,11 @@ final class DeviceController: Controller {
         await withDiscardingTaskGroup { group in
             for name in thresholds.sharedObjectNames.sorted() {
                 group.addTask {
-                    let connection: SharedObjectConnection
-                    do {
-                        connection = try await sharedObjects.connect(name, ifMissing: .wait)
-                    } catch {
-                        logger.error("\(label) cannot follow shared object \(name): \(error)")
-                        return
-                    }
-                    defer { connection.disconnect() }
-                    for await event in connection.events {
-                        switch event {
-                        case .snapshot, .changed:
-                            self.state.withLock { $0.sharedData[name] = connection.snapshot?.data }
-                        case .deleted:
-                            self.state.withLock { $0.sharedData[name] = nil }
-                        case .unavailable, .message:
-                            continue
-                        }
-                        guard let (on, off) = thresholds.thresholds(self.state.withLock { $0.sharedData }) else { continue }
+                    for await data in sharedObjects.data(of: name) {
+                        guard let (on, off) = self.state.withLock({ state in
+                            state.sharedData[name] = data
+                            return thresholds.thresholds(state.sharedData)
+                        }) else { continue }
                         guard let hysteresis = thresholds.hysteresis(on: on, off: off) else {
                             logger.warning("\(label) (\(actor.name)) keeps its thresholds: on \(on) and off \(off) from shared objects leave no band")
                             continue

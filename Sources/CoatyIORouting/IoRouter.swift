@@ -133,7 +133,7 @@ public final class IoRouter: Controller {
             var followed: Set<String> = []
             func follow(_ names: Set<String>) {
                 for name in names.subtracting(followed).sorted() {
-                    group.addTask { await Self.follow(sharedObject: name, of: context.sharedObjects, into: input, logger: logger) }
+                    group.addTask { await Self.follow(sharedObject: name, of: context.sharedObjects, into: input) }
                 }
                 followed.formUnion(names)
             }
@@ -148,31 +148,14 @@ public final class IoRouter: Controller {
         shared.withLock { $0.triggers = nil }
     }
 
-    /// Hands the data of a shared object the rules read to the evaluation, now and after every change. While the
-    /// object's host is away the last data stays, so that a host restart does not churn the routing; once the
-    /// object is deleted, its data is gone. Followed until the router stops, even if later rules no longer read it.
+    /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data
+    /// stays while its host is away, so that a host restart does not churn the routing). Followed until the router
+    /// stops, even if later rules no longer read it.
     private static func follow(
-        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: AsyncStream<Trigger>.Continuation, logger: Logger
+        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: AsyncStream<Trigger>.Continuation
     ) async {
-        let connection: SharedObjectConnection
-        do {
-            connection = try await sharedObjects.connect(name, ifMissing: .wait)
-        } catch {
-            logger.error("routing rules read shared object \(name), which cannot be followed: \(error)")
-            return
-        }
-        defer { connection.disconnect() }
-        for await event in connection.events {
-            switch event {
-            case .snapshot(let snapshot):
-                triggers.yield(.sharedData(name: name, data: snapshot.data))
-            case .changed:
-                triggers.yield(.sharedData(name: name, data: connection.snapshot?.data))
-            case .deleted:
-                triggers.yield(.sharedData(name: name, data: nil))
-            case .unavailable, .message:
-                break
-            }
+        for await data in sharedObjects.data(of: name) {
+            triggers.yield(.sharedData(name: name, data: data.isEmpty ? nil : data))
         }
     }
 

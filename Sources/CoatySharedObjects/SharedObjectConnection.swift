@@ -71,3 +71,71 @@ public final class SharedObjectConnection: Sendable {
         objects.disconnect(id)
     }
 }
+
+extension SharedObjects {
+    /// The data of the shared object of this name as it changes, for code that only reads it (routing rules,
+    /// thresholds): first when a host answers, then after every change. While the host is away nothing comes and
+    /// the last data stands; when the object is deleted, an empty object comes and the sequence ends.
+    public func data(of name: String) -> SharedObjectData {
+        SharedObjectData(objects: self, name: name)
+    }
+}
+
+/// See `SharedObjects.data(of:)`. Iterating connects (waiting for a host); ending the iteration disconnects.
+public struct SharedObjectData: AsyncSequence, Sendable {
+    public typealias Element = JSONObject
+    public typealias Failure = Never
+
+    let objects: SharedObjects
+    let name: String
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(objects: objects, name: name)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        public typealias Failure = Never
+
+        let objects: SharedObjects
+        let name: String
+        private var connection: SharedObjectConnection?
+        private var events: ObservationStream<SharedObjectEvent>.Iterator?
+        private var isFinished = false
+
+        init(objects: SharedObjects, name: String) {
+            self.objects = objects
+            self.name = name
+        }
+
+        public mutating func next() async -> JSONObject? {
+            guard !isFinished else { return nil }
+            if connection == nil {
+                do {
+                    let connection = try await objects.connect(name, ifMissing: .wait)
+                    self.connection = connection
+                    events = connection.events.makeAsyncIterator()
+                } catch {
+                    objects.logger.error("cannot follow shared object \(name): \(error)")
+                    isFinished = true
+                    return nil
+                }
+            }
+            while var iterator = events, let event = await iterator.next() {
+                events = iterator
+                switch event {
+                case .snapshot(let snapshot):
+                    return snapshot.data
+                case .changed:
+                    if let data = connection?.snapshot?.data { return data }
+                case .deleted:
+                    isFinished = true
+                    return [:]
+                case .unavailable, .message:
+                    continue
+                }
+            }
+            isFinished = true
+            return nil
+        }
+    }
+}

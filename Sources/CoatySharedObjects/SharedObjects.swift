@@ -17,7 +17,7 @@ public final class SharedObjects: Sendable {
     public let manager: CommunicationManager
     private let timing: Timing
     private let requestTimeout: Duration
-    private let logger: Logger
+    let logger: Logger
     private let state = Mutex(State())
     /// Wakes the expiry loop when an object with an expiry appears.
     private let expiryWake: AsyncStream<Void>.Continuation
