@@ -87,11 +87,11 @@ let package = Package(
             ]),
 
         // The command line: the agent's service (logging, metrics endpoint, systemd notification) and the client
-        // subcommands (observe, agents, rules, context) as a library, and the thin executable that parses arguments.
+        // subcommands (observe, agents, rules, context, shared) as a library, and the thin executable that parses arguments.
         .target(
             name: "CoatyEdgeCLI",
             dependencies: [
-                "CoatyEdgeAgent", .product(name: "Logging", package: "swift-log"),
+                "CoatyEdgeAgent", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -72,6 +72,13 @@ public enum Checks {
         } else {
             lines.append("  devices    none")
         }
+        for object in base.sharedObjects {
+            var facts = [count(object.data.count, "key")]
+            if let objectId = object.objectId { facts.append("objectId \(objectId)") }
+            if object.isReadOnly { facts.append("read-only") }
+            if let minutes = object.expiryMinutes { facts.append("expires after \(JSONValue.number(minutes)) min without activity") }
+            lines.append("  shared     \(object.name): \(facts.joined(separator: ", "))")
+        }
         if configuration.printsReceivedValues { lines.append("  console    prints the values its actors receive") }
         lines.append("  logging    \(base.logLevel.rawValue)")
         lines.append("  metrics    " + (base.metrics.map { "http://\(hostForURL($0.host)):\($0.port)/metrics" } ?? "off"))

@@ -234,12 +234,3 @@ private func readCounter(port: Int) async throws -> Int {
         .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
         .reduce(0, +)
 }
-
-/// Polls `condition` until it holds; the limit only guards against hanging.
-private func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw SocketError("timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(100))
-    }
-}
