@@ -301,15 +301,11 @@ public final class SharedObjects: Sendable {
 
     /// Hosts and follows shared objects until the manager stops or the task is cancelled: answers Discovers and
     /// change requests for the hosted objects, expires them, and keeps the connections up to date.
-    public func run() async {
-        await run(whenObserving: {})
-    }
-
-    /// `run()`, calling `whenObserving` as soon as it observes the events of shared objects (or failed to). A client
-    /// that serves only for one operation waits for it before connecting or sending: a message's echo, which
-    /// `send` awaits, or a change advertised just after connecting would otherwise be missed while `run()` was
-    /// not yet subscribed.
-    public func run(whenObserving: @Sendable () -> Void) async {
+    ///
+    /// `whenObserving` is called as soon as it observes the events of shared objects (or failed to). A client that
+    /// serves only for one operation waits for it before connecting or sending: a message's echo, which `send`
+    /// awaits, or a change advertised just after connecting would otherwise be missed while not yet subscribed.
+    public func run(whenObserving: @Sendable () -> Void = {}) async {
         let advertises: ObservationStream<ReceivedEvent<AdvertiseEvent>>
         let updates: ObservationStream<UpdateRequest>
         let messages: ObservationStream<ReceivedEvent<ChannelEvent>>
