@@ -397,9 +397,9 @@ public final class CommunicationManager: Sendable {
         }
         state.subscriptionCounts[filter] = nil
         state.subscriptionOrder.removeAll { $0 == filter }
-        if state.isOnline, let transport = state.transport {
-            try? transport.unsubscribe(filter)
-        }
+        // Offline too: the transport remembers its subscriptions and would otherwise renew this one on the next
+        // connect (a timed-out request's response topic, a cancelled observation), for good.
+        try? state.transport?.unsubscribe(filter)
     }
 
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
