@@ -1,13 +1,73 @@
 import CoatyCommunication
+import CoatyJSON
 import CoatyMQTT
 import CoatyModel
 import CoatyTestSupport
 import MQTTTestSupport
+import Synchronization
 import Testing
 
-/// The manager's MQTT session as the broker sees it (mosquitto logs every packet): the subscriptions of requests
-/// and observations.
+/// The manager's MQTT session as the broker sees it (mosquitto logs every packet): client id, will, join order,
+/// and the subscriptions of requests and observations.
 @Suite struct SessionWireTests {
+    /// The transports a manager made, so that a test can cut the connection as a dying process would.
+    final class Transports: Sendable {
+        let made = Mutex<[MosquittoTransport]>([])
+
+        func make() throws(MQTTError) -> any MQTTTransport {
+            let transport = try MosquittoTransport()
+            made.withLock { $0.append(transport) }
+            return transport
+        }
+    }
+
+    /// `Coaty` and 18 hex digits of the identity, MQTT 3.1.1, clean session, keepalive 60 s, and the Deadvertise
+    /// of the identity and IO node as will; subscriptions, then Identity and IoNode advertisements, then what was
+    /// published before start. Cut off without DISCONNECT, the agent leaves through its will.
+    @Test func clientIdWillAndJoinOrderAsCoatyJSAndTheWillOnADeadConnection() async throws {
+        let broker = try await TestBroker.started()
+        let transports = Transports()
+        let identity = Identity(objectId: "5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10", name: "Swift Agent")
+        let agent = CommunicationManager(
+            identity: identity, options: CommunicationOptions(port: broker.port),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [IoSource(name: "s", valueType: "t")])],
+            makeTransport: transports.make)
+        #expect(agent.clientId == "Coaty5f0c1a523f4b4d7e9a")
+        try await agent.publishChannel(ChannelEvent(channelId: "early", content: .objects([])))
+        agent.start()
+        try await poll { agent.communicationState == .online }
+        try await brokerSync(agent)
+        let nodeId = try #require(agent.ioNodes.first?.objectId)
+        let will = #"{"objectIds":["\#(identity.objectId)","\#(nodeId)"]}"#
+
+        let log = broker.logText
+        #expect(log.contains(" as Coaty5f0c1a523f4b4d7e9a (p2, c1, k60).\n"))
+        #expect(log.contains("Will message specified (\(will.utf8.count) bytes) (r0, q0).\n"))
+        #expect(log.contains("\tcoaty/3/-/DAD/\(identity.objectId)\n"))
+        let lines = log.split(separator: "\n")
+        func firstLine(_ text: String) throws -> Int {
+            try #require(lines.firstIndex { $0.hasSuffix(text) || $0.contains(text + "'") }, "no log line \(text)")
+        }
+        let received = "Received PUBLISH from Coaty5f0c1a523f4b4d7e9a (d0, q0, r0, m0, "
+        let advertiseIdentity = try firstLine(received + "'coaty/3/-/ADV:Identity/\(identity.objectId)")
+        let advertiseNode = try firstLine(received + "'coaty/3/-/ADV:IoNode/\(identity.objectId)")
+        let early = try firstLine(received + "'coaty/3/-/CHN:early/\(identity.objectId)")
+        for filter in ["coaty/3/-/ASC:ctx/+", "coaty/3/-/DSC/+/+"] {
+            #expect(try firstLine("Coaty5f0c1a523f4b4d7e9a 0 \(filter)") < advertiseIdentity)
+        }
+        #expect(advertiseIdentity < advertiseNode)
+        #expect(advertiseNode < early)
+
+        let watcher = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/-/DAD/+"])
+        let transport = try #require(transports.made.withLock { $0.first })
+        await transport.disconnect(.abrupt)
+        #expect(try await watcher.nextMessage()
+            == MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: Array(will.utf8), retain: false))
+        await agent.stop()
+        _ = try await watcher.disconnect()
+        try await broker.stop()
+    }
+
     /// The correlation ids of the Discovers an agent published, in order, from the broker's log.
     func discoverCorrelationIds(of agent: CommunicationManager, in broker: TestBroker) -> [String] {
         let marker = "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/\(agent.identity.objectId)/"
