@@ -2,7 +2,9 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
+import CoatyRuntime
 import CoatyTestSupport
+import Foundation
 import MQTTTestSupport
 import Synchronization
 import Testing
@@ -137,6 +139,35 @@ import Testing
         #expect(subscriptions("coaty/3/-/DSC/+/+") == 2)
         #expect(subscriptions("audit/raw") == 1)
         #expect(subscriptions(responses) == 1)
+        await agent.stop()
+        try await broker.stop()
+    }
+
+    /// An agent configured as `deploy/install.sh --tls` sets one up: an mqtts:// broker with its CA, a client
+    /// certificate, and a broker login whose password is in a file. The options reach the connection.
+    @Test func anAgentConfiguredForTLSAndALoginComesOnline() async throws {
+        let certificates = try TestCertificates()
+        let broker = try await TestBroker.started(TestBroker.Options(users: ["greenhouse-pi": "s3cret"], tls: certificates))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-login-\(CoatyUUID.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let passwordFile = directory.appendingPathComponent("broker.password")
+        try Data("s3cret\n".utf8).write(to: passwordFile)
+        let json = #"""
+            {"communication": {
+              "brokerUrl": "mqtts://127.0.0.1:\#(broker.port)", "username": "greenhouse-pi", "passwordFile": "\#(passwordFile.path)",
+              "tls": {"caFile": "\#(certificates.caFile)", "certFile": "\#(certificates.clientCertFile)", "keyFile": "\#(certificates.clientKeyFile)"}
+            }}
+            """#
+        let configuration = try Configuration.parse(Array(json.utf8), source: "agent.json")
+        let agent = CommunicationManager(identity: configuration.identity, options: configuration.communication)
+        let echo = Recorder(try agent.observeChannel("secure"))
+        agent.start()
+        try await poll { agent.communicationState == .online }
+        try await brokerSync(agent)
+        try await agent.publishChannel(ChannelEvent(channelId: "secure", content: .objects([])))
+        try await echo.wait(count: 1)
+        #expect(broker.logText.contains(" as \(agent.clientId) (p2, c1, k60, u'greenhouse-pi')."))
         await agent.stop()
         try await broker.stop()
     }
