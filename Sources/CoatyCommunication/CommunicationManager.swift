@@ -256,22 +256,23 @@ public final class CommunicationManager: Sendable {
     private func handle(_ event: MQTTConnectionEvent, on transport: any MQTTTransport) async {
         switch event {
         case .connected:
-            let (filters, nodes) = state.withLock { state in
+            // One step under the lock: a subscription given up meanwhile is not renewed from a stale list, and with
+            // the join events at the front of the queue, whatever is published from now on (an answer, a value, an
+            // observer of the online state) queues behind them instead of going out before the agent has
+            // advertised itself.
+            state.withLock { state in
                 state.isOnline = true
-                return (state.subscriptionOrder, state.ioNodes)
-            }
-            for filter in filters {
-                do {
-                    try transport.subscribe(filter)
-                } catch {
-                    logger.warning("cannot subscribe \(filter): \(error)")
+                for filter in state.subscriptionOrder {
+                    do {
+                        try transport.subscribe(filter)
+                    } catch {
+                        logger.warning("cannot subscribe \(filter): \(error)")
+                    }
                 }
+                let queued = Set(state.queue.map(\.topic))
+                state.queue.insert(contentsOf: joinMessages(nodes: state.ioNodes).filter { !queued.contains($0.topic) }, at: 0)
             }
             communicationStateBroadcast.send(.online)
-            state.withLock { state in
-                let queued = Set(state.queue.map(\.topic))
-                state.queue.insert(contentsOf: joinMessages(nodes: nodes).filter { !queued.contains($0.topic) }, at: 0)
-            }
             drain()
             logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)")
         case .connectionLost(let reason):
@@ -396,9 +397,9 @@ public final class CommunicationManager: Sendable {
         }
         state.subscriptionCounts[filter] = nil
         state.subscriptionOrder.removeAll { $0 == filter }
-        if state.isOnline, let transport = state.transport {
-            try? transport.unsubscribe(filter)
-        }
+        // Offline too: the transport remembers its subscriptions and would otherwise renew this one on the next
+        // connect (a timed-out request's response topic, a cancelled observation), for good.
+        try? state.transport?.unsubscribe(filter)
     }
 
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.

@@ -2,6 +2,8 @@ import CoatyJSON
 import CoatyMQTT
 import CoatyModel
 import CoatyTestSupport
+import Dispatch
+import Synchronization
 import Testing
 
 @testable import CoatyCommunication
@@ -39,6 +41,26 @@ import Testing
         let advertisedNode = try IoNode(validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? .null)
         #expect(advertisedNode.object.parentObjectId == id)
         #expect(advertisedNode.ioSources.map(\.objectId) == node.ioSources.map(\.objectId))
+        await agent.stop()
+    }
+
+    /// A publication made from another thread while the manager is connecting (an answer, a value, an observer of
+    /// the online state) goes out after the join events, not before the agent has advertised itself.
+    @Test func publicationsDuringTheConnectQueueBehindTheJoinEvents() async throws {
+        let holder = ManagerHolder()
+        let broker = self.broker
+        let agent = CommunicationManager(
+            identity: Identity(name: "agent"), options: CommunicationOptions(),
+            makeTransport: {
+                InterruptingTransport(broker.makeTransport()) {
+                    holder.manager?.publish(.channel(ChannelEvent(channelId: "eager", content: .objects([]))))
+                }
+            })
+        holder.manager = agent
+        try await online(agent)
+        try await poll { broker.publishedMessages.count == 2 }
+        let id = agent.identity.objectId
+        #expect(broker.publishedMessages.map(\.topic) == ["coaty/3/-/ADV:Identity/\(id)", "coaty/3/-/CHN:eager/\(id)"])
         await agent.stop()
     }
 
@@ -261,4 +283,49 @@ import Testing
         #expect(sources.statistics.ioValuesDropped == 2)
         for agent in [sources, actors, router] { await agent.stop() }
     }
+}
+
+final class ManagerHolder: Sendable {
+    private let state = Mutex<CommunicationManager?>(nil)
+
+    var manager: CommunicationManager? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+}
+
+/// An in-memory transport that, when the manager first subscribes after connecting, runs `interruption` on another
+/// thread and gives it a moment to finish: the step between being connected and having advertised.
+final class InterruptingTransport: MQTTTransport, Sendable {
+    private let inner: InMemoryTransport
+    private let interruption: Mutex<(@Sendable () -> Void)?>
+
+    init(_ inner: InMemoryTransport, interruption: @escaping @Sendable () -> Void) {
+        self.inner = inner
+        self.interruption = Mutex(interruption)
+    }
+
+    var connectionEvents: AsyncStream<MQTTConnectionEvent> { inner.connectionEvents }
+
+    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+        inner.connect(options, onMessage: handler)
+    }
+
+    func publish(_ message: MQTTMessage) throws(MQTTError) { try inner.publish(message) }
+
+    func subscribe(_ topicFilter: String) throws(MQTTError) {
+        try inner.subscribe(topicFilter)
+        guard let interruption = interruption.withLock({ $0.take() }) else { return }
+        // The manager may hold its lock here, so the other thread may have to wait for it: do not wait forever.
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            interruption()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + .milliseconds(200))
+    }
+
+    func unsubscribe(_ topicFilter: String) throws(MQTTError) { try inner.unsubscribe(topicFilter) }
+
+    func disconnect(_ mode: MQTTDisconnectMode) async { await inner.disconnect(mode) }
 }

@@ -111,8 +111,16 @@ import Testing
         let correlationId = "0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60"
         #expect(CoatyTopic(namespace: "-", eventType: .discover, sourceId: identity.objectId, correlationId: correlationId).description
             == "coaty/3/-/DSC/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        #expect(DiscoverEvent.coreTypes([.ioNode]).payload.serialized() == #"{"coreTypes":["IoNode"]}"#)
         #expect(CoatyTopic(namespace: "-", eventType: .resolve, sourceId: "r", correlationId: correlationId).description
             == "coaty/3/-/RSV/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        let call = CallEvent(
+            operation: "com.example.lights.switch", parameters: ["on": true], filter: ContextFilter("floor", .between(6, 8)))
+        #expect(CoatyTopic(namespace: "-", eventType: .call, filter: call.operation, sourceId: identity.objectId, correlationId: correlationId).description
+            == "coaty/3/-/CLL:com.example.lights.switch/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        #expect(call.payload.serialized() == #"{"parameters":{"on":true},"filter":{"conditions":["floor",[4,6,8]]}}"#)
+        #expect(CoatyTopic(namespace: "-", eventType: .returnEvent, sourceId: "r", correlationId: correlationId).description
+            == "coaty/3/-/RTN/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
         #expect(ReturnEvent(.result(["on": true]), executionInfo: ["duration": 12]).payload.serialized()
             == #"{"result":{"on":true},"executionInfo":{"duration":12}}"#)
         #expect(ReturnEvent(ReturnEvent.invalidParameters).payload.serialized()

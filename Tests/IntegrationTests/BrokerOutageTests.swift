@@ -15,7 +15,13 @@ import Testing
         let broker = try await TestBroker.started()
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let observer = scenarios.agent("observer")
-        let publisher = scenarios.agent("publisher")
+        // QoS 0 and clean sessions: what the publisher sends before the observer has subscribed again reaches
+        // nobody. So the publisher comes back seconds after the observer, which retries every 50-200 ms.
+        let publisher = CommunicationManager(
+            identity: Identity(name: "publisher"),
+            options: CommunicationOptions(
+                port: broker.port, reconnect: MQTTReconnectPolicy(minimumDelay: .seconds(3), maximumDelay: .seconds(3))),
+            makeTransport: scenarios.makeTransport)
         let states = Recorder(observer.communicationStates())
         let channel = Recorder(try observer.observeChannel("temperature"))
         try await scenarios.online(observer, publisher)

@@ -1,0 +1,174 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import CoatyRuntime
+import CoatyTestSupport
+import Foundation
+import MQTTTestSupport
+import Synchronization
+import Testing
+
+/// The manager's MQTT session as the broker sees it (mosquitto logs every packet): client id, will, join order,
+/// and the subscriptions of requests and observations.
+@Suite struct SessionWireTests {
+    /// The transports a manager made, so that a test can cut the connection as a dying process would.
+    final class Transports: Sendable {
+        let made = Mutex<[MosquittoTransport]>([])
+
+        func make() throws(MQTTError) -> any MQTTTransport {
+            let transport = try MosquittoTransport()
+            made.withLock { $0.append(transport) }
+            return transport
+        }
+    }
+
+    /// `Coaty` and 18 hex digits of the identity, MQTT 3.1.1, clean session, keepalive 60 s, and the Deadvertise
+    /// of the identity and IO node as will; subscriptions, then Identity and IoNode advertisements, then what was
+    /// published before start. Cut off without DISCONNECT, the agent leaves through its will.
+    @Test func clientIdWillAndJoinOrderAsCoatyJSAndTheWillOnADeadConnection() async throws {
+        let broker = try await TestBroker.started()
+        let transports = Transports()
+        let identity = Identity(objectId: "5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10", name: "Swift Agent")
+        let agent = CommunicationManager(
+            identity: identity, options: CommunicationOptions(port: broker.port),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [IoSource(name: "s", valueType: "t")])],
+            makeTransport: transports.make)
+        #expect(agent.clientId == "Coaty5f0c1a523f4b4d7e9a")
+        try await agent.publishChannel(ChannelEvent(channelId: "early", content: .objects([])))
+        agent.start()
+        try await poll { agent.communicationState == .online }
+        try await brokerSync(agent)
+        let nodeId = try #require(agent.ioNodes.first?.objectId)
+        let will = #"{"objectIds":["\#(identity.objectId)","\#(nodeId)"]}"#
+
+        let log = broker.logText
+        #expect(log.contains(" as Coaty5f0c1a523f4b4d7e9a (p2, c1, k60).\n"))
+        #expect(log.contains("Will message specified (\(will.utf8.count) bytes) (r0, q0).\n"))
+        #expect(log.contains("\tcoaty/3/-/DAD/\(identity.objectId)\n"))
+        let lines = log.split(separator: "\n")
+        func firstLine(_ text: String) throws -> Int {
+            try #require(lines.firstIndex { $0.hasSuffix(text) || $0.contains(text + "'") }, "no log line \(text)")
+        }
+        let received = "Received PUBLISH from Coaty5f0c1a523f4b4d7e9a (d0, q0, r0, m0, "
+        let advertiseIdentity = try firstLine(received + "'coaty/3/-/ADV:Identity/\(identity.objectId)")
+        let advertiseNode = try firstLine(received + "'coaty/3/-/ADV:IoNode/\(identity.objectId)")
+        let early = try firstLine(received + "'coaty/3/-/CHN:early/\(identity.objectId)")
+        for filter in ["coaty/3/-/ASC:ctx/+", "coaty/3/-/DSC/+/+"] {
+            #expect(try firstLine("Coaty5f0c1a523f4b4d7e9a 0 \(filter)") < advertiseIdentity)
+        }
+        #expect(advertiseIdentity < advertiseNode)
+        #expect(advertiseNode < early)
+
+        let watcher = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/-/DAD/+"])
+        let transport = try #require(transports.made.withLock { $0.first })
+        await transport.disconnect(.abrupt)
+        #expect(try await watcher.nextMessage()
+            == MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: Array(will.utf8), retain: false))
+        await agent.stop()
+        _ = try await watcher.disconnect()
+        try await broker.stop()
+    }
+
+    /// The correlation ids of the Discovers an agent published, in order, from the broker's log.
+    func discoverCorrelationIds(of agent: CommunicationManager, in broker: TestBroker) -> [String] {
+        let marker = "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/\(agent.identity.objectId)/"
+        return broker.logText.components(separatedBy: marker).dropFirst().map { String($0.prefix { $0 != "'" }) }
+    }
+
+    /// A request's responses end when the consumer stops, when the timeout passes and when the manager stops, and
+    /// each time the response subscription goes away.
+    @Test func responseStreamsEndOnCancellationTimeoutAndStopAndUnsubscribe() async throws {
+        let broker = try await TestBroker.started()
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let agent = scenarios.agent("requester")
+        try await scenarios.online(agent)
+        let client = agent.clientId
+
+        let cancelled = Recorder(agent.publishDiscover(.coreTypes([.task])))
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 1 }
+        let first = discoverCorrelationIds(of: agent, in: broker)[0]
+        try await broker.waitForLog(containing: "\(client) 0 coaty/3/-/RSV/+/\(first)\n")
+        cancelled.cancel()
+        try await cancelled.waitFinished()
+        try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(first)\n")
+
+        let timed = Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(300)))
+        try await timed.waitFinished()
+        #expect(timed.elements.isEmpty)
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 2 }
+        let second = discoverCorrelationIds(of: agent, in: broker)[1]
+        try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(second)\n")
+
+        let open = Recorder(agent.publishDiscover(.coreTypes([.task])))
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 3 }
+        await agent.stop()
+        try await open.waitFinished()
+        try await broker.stop()
+    }
+
+    /// Coaty's rule: unsubscribing while offline deletes the subscription. One given up during an outage (a
+    /// cancelled observation, an abandoned request) is not renewed on the reconnect; the others are.
+    @Test func subscriptionsGivenUpWhileOfflineAreNotRenewed() async throws {
+        let broker = try await TestBroker.started()
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let agent = scenarios.agent("agent")
+        try await scenarios.online(agent)
+        let client = agent.clientId
+        let raw = Recorder(try agent.observeRaw(filter: "audit/raw"))
+        let request = Recorder(agent.publishDiscover(.coreTypes([.task])))
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 1 }
+        let responses = "coaty/3/-/RSV/+/\(discoverCorrelationIds(of: agent, in: broker)[0])"
+        for filter in ["audit/raw", responses] {
+            try await broker.waitForLog(containing: "\(client) 0 \(filter)\n")
+        }
+
+        try await broker.stop()
+        try await poll { agent.communicationState != .online }
+        raw.cancel()
+        request.cancel()
+        try await raw.waitFinished()
+        try await request.waitFinished()
+        try await broker.start()
+        try await poll(within: .seconds(20)) { agent.communicationState == .online }
+        try await brokerSync(agent)
+
+        func subscriptions(_ filter: String) -> Int {
+            broker.logText.components(separatedBy: "\(client) 0 \(filter)\n").count - 1
+        }
+        #expect(subscriptions("coaty/3/-/DSC/+/+") == 2)
+        #expect(subscriptions("audit/raw") == 1)
+        #expect(subscriptions(responses) == 1)
+        await agent.stop()
+        try await broker.stop()
+    }
+
+    /// An agent configured as `deploy/install.sh --tls` sets one up: an mqtts:// broker with its CA, a client
+    /// certificate, and a broker login whose password is in a file. The options reach the connection.
+    @Test func anAgentConfiguredForTLSAndALoginComesOnline() async throws {
+        let certificates = try TestCertificates()
+        let broker = try await TestBroker.started(TestBroker.Options(users: ["greenhouse-pi": "s3cret"], tls: certificates))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-login-\(CoatyUUID.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let passwordFile = directory.appendingPathComponent("broker.password")
+        try Data("s3cret\n".utf8).write(to: passwordFile)
+        let json = #"""
+            {"communication": {
+              "brokerUrl": "mqtts://127.0.0.1:\#(broker.port)", "username": "greenhouse-pi", "passwordFile": "\#(passwordFile.path)",
+              "tls": {"caFile": "\#(certificates.caFile)", "certFile": "\#(certificates.clientCertFile)", "keyFile": "\#(certificates.clientKeyFile)"}
+            }}
+            """#
+        let configuration = try Configuration.parse(Array(json.utf8), source: "agent.json")
+        let agent = CommunicationManager(identity: configuration.identity, options: configuration.communication)
+        let echo = Recorder(try agent.observeChannel("secure"))
+        agent.start()
+        try await poll { agent.communicationState == .online }
+        try await brokerSync(agent)
+        try await agent.publishChannel(ChannelEvent(channelId: "secure", content: .objects([])))
+        try await echo.wait(count: 1)
+        #expect(broker.logText.contains(" as \(agent.clientId) (p2, c1, k60, u'greenhouse-pi')."))
+        await agent.stop()
+        try await broker.stop()
+    }
+}
