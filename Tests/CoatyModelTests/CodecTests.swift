@@ -27,6 +27,8 @@ import Testing
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":"a"}"#, "expected an array"),
         ("coaty/3/-/CHN:c/\(agent)", #"{"object":\#(identity),"objects":[]}"#, "exactly one of"),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":""}"#, "$.associatingRoute: must not be an empty string"),
+        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"coaty/3/-/IOV/#"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
+        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/+/temp"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s"}"#, "missing required member \"ioActorId\""),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","updateRate":"fast"}"#, "$.updateRate: expected a number"),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"result":1,"error":{"code":1,"message":"m"}}"#, "exactly one of"),
