@@ -144,6 +144,124 @@ struct IoRoutingScenarios {
         for container in [sourceAgent, normalAgent, emergencyAgent] { await container.shutdown() }
     }
 
+    /// The source controller's strategies end to end, on a clock the test moves (no sleeping): a Sample source and
+    /// a Throttle (debounce) source, with the router's rate of 100 ms, then 300 ms, then disassociated. Values go
+    /// out exactly when the clock passes their instant; a rate change discards what was scheduled and restarts the
+    /// sample grid; a disassociation drops what was scheduled and what comes after.
+    func sourceStrategiesOnAControlledClock() async throws {
+        let context = "TemperatureMeasurement"
+        let sampled = IoSource(name: "Sampled", valueType: Self.temperature, updateStrategy: .sample)
+        let debounced = IoSource(name: "Debounced", valueType: Self.temperature, updateStrategy: .throttle)
+        let sampleDisplay = IoActor(name: "Sample display", valueType: Self.temperature)
+        let debounceDisplay = IoActor(name: "Debounce display", valueType: Self.temperature)
+        let clock = ManualClock()
+        let sources = IoSourceController(clock: clock)
+        let sourceAgent = try await agent(
+            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [sampled, debounced])], controllers: [("Sources", sources)])
+        let actorAgent = try await agent(
+            "actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [sampleDisplay, debounceDisplay])], controllers: [])
+        let routerAgent = try await agent("router", controllers: [])
+        let sampledValues = Recorder(try actorAgent.communicationManager.observeIoValue(of: sampleDisplay))
+        let debouncedValues = Recorder(try actorAgent.communicationManager.observeIoValue(of: debounceDisplay))
+        let sampledRates = Recorder(sources.updateRates(of: sampled))
+        let debouncedRates = Recorder(sources.updateRates(of: debounced))
+        for container in [sourceAgent, actorAgent, routerAgent] { container.start() }
+        try await poll { routerAgent.communicationManager.communicationState == .online }
+
+        func associate(rate: Double?) async throws {
+            for (source, actor) in [(sampled, sampleDisplay), (debounced, debounceDisplay)] {
+                try await routerAgent.communicationManager.publishAssociate(AssociateEvent(
+                    ioContextName: context, ioSourceId: source.objectId, ioActorId: actor.objectId,
+                    associatingRoute: rate == nil ? nil : CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId),
+                    updateRate: rate))
+            }
+        }
+        var now = 0
+        func advance(to milliseconds: Int) {
+            clock.advance(by: .milliseconds(milliseconds - now))
+            now = milliseconds
+        }
+        func send(_ value: Double, from source: IoSource) throws {
+            #expect(try sources.publish(.number(value), from: source))
+        }
+        let published = { sourceAgent.communicationManager.statistics.ioValuesPublished }
+        /// Nothing went out early: the timers still sleep (so a premature publication could not hide in a timer
+        /// that has not run yet), and no more values than expected were published.
+        func expectQuiet(timers: Int, published expected: Int) async throws {
+            try await poll("\(timers) sleeping timers") { clock.sleeperCount == timers }
+            #expect(published() == expected, "at \(now) ms")
+        }
+
+        try await associate(rate: 100)
+        try await sampledRates.wait(until: { $0.last == 100 })
+        try await debouncedRates.wait(until: { $0.last == 100 })
+        try await poll { actorAgent.communicationManager.ioState(of: debounceDisplay.objectId).hasAssociations }
+        try await brokerSync(actorAgent.communicationManager)
+
+        // A burst at 0: the sample tick at 100 carries its latest value, and so does the quiet interval's end.
+        for value in [1.0, 2, 3] { try send(value, from: sampled) }
+        for value in [11.0, 12] { try send(value, from: debounced) }
+        advance(to: 99)
+        try await expectQuiet(timers: 2, published: 0)
+        advance(to: 100)
+        try await sampledValues.wait(count: 1)
+        try await debouncedValues.wait(count: 1)
+
+        // Sample: one value per tick. Debounce: each newer value restarts the quiet interval.
+        advance(to: 130)
+        try send(4, from: sampled)
+        try send(13, from: debounced)
+        advance(to: 180)
+        try send(14, from: debounced)
+        advance(to: 199)
+        try await expectQuiet(timers: 2, published: 2)
+        advance(to: 200)
+        try await sampledValues.wait(count: 2)
+        advance(to: 260)
+        try send(15, from: debounced)
+        advance(to: 359)
+        try await expectQuiet(timers: 1, published: 3)
+        advance(to: 360)
+        try await debouncedValues.wait(count: 2)
+
+        // The router's rate changes at 450 with a value of each source scheduled: both are discarded, and the
+        // sample grid starts again at 450 (ticks at 750, 1050, ...).
+        advance(to: 450)
+        try send(5, from: sampled)
+        try send(16, from: debounced)
+        try await associate(rate: 300)
+        try await sampledRates.wait(until: { $0.last == 300 })
+        try await debouncedRates.wait(until: { $0.last == 300 })
+        advance(to: 600)
+        try send(6, from: sampled)
+        try send(17, from: debounced)
+        advance(to: 749)
+        try await expectQuiet(timers: 2, published: 4)
+        advance(to: 750)
+        try await sampledValues.wait(count: 3)
+        advance(to: 899)
+        try await expectQuiet(timers: 1, published: 5)
+        advance(to: 900)
+        try await debouncedValues.wait(count: 3)
+
+        // Disassociated in the middle of a burst: the scheduled values and the later ones are dropped.
+        advance(to: 950)
+        try send(7, from: sampled)
+        try send(18, from: debounced)
+        try await associate(rate: nil)
+        try await poll { !sources.isAssociated(sampled) && !sources.isAssociated(debounced) }
+        #expect(try sources.publish(.number(8), from: sampled) == false)
+        #expect(try sources.publish(.number(19), from: debounced) == false)
+        advance(to: 2_000)
+        try await expectQuiet(timers: 0, published: 6)
+
+        #expect(sampledValues.elements == [3, 4, 6].map { IoValue.json(.number($0)) })
+        #expect(debouncedValues.elements == [12, 15, 17].map { IoValue.json(.number($0)) })
+        #expect(sources.droppedValues(of: sampled) == 1)
+        #expect(sources.droppedValues(of: debounced) == 1)
+        for container in [routerAgent, sourceAgent, actorAgent] { await container.shutdown() }
+    }
+
     private func discoverContext(_ container: Container, objectType: String) async throws -> IoContext? {
         let resolves = Recorder(container.communicationManager.publishDiscover(.objectTypes([objectType]), timeout: .seconds(30)))
         guard let object = try await resolves.wait(count: 1).first?.event.object else { return nil }
