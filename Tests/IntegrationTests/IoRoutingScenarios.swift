@@ -144,6 +144,89 @@ struct IoRoutingScenarios {
         for container in [sourceAgent, normalAgent, emergencyAgent] { await container.shutdown() }
     }
 
+    /// An actor's state in the spirit of a data publisher (nothing yet, values flowing, source lost, error), its
+    /// count of payloads that are not of its value type, and the latest value replayed to every new subscriber,
+    /// also after a re-association. The Associates come from a hand-driven router.
+    func actorStatesCountErrorsAndReplayTheLatestValue() async throws {
+        let context = "TemperatureMeasurement"
+        let source = IoSource(name: "Thermometer", valueType: EdgeValueType.temperature)
+        // Sends bytes onto a JSON actor's route: no router of ours would pair them, a wrong one might.
+        let garbage = IoSource(name: "Garbage", valueType: EdgeValueType.temperature, useRawIoValues: true)
+        let display = IoActor(name: "Display", valueType: EdgeValueType.temperature)
+        let sourceAgent = try await agent("source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source, garbage])], controllers: [])
+        let actors = IoActorController()
+        let actorAgent = try await agent("actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [display])], controllers: [("Actors", actors)])
+        let routerAgent = try await agent("router", controllers: [])
+        let states = Recorder(actors.states(of: display))
+        let associations = Recorder(actors.associations(of: display))
+        let values = Recorder(actors.values(of: display))
+        for container in [sourceAgent, actorAgent, routerAgent] { container.start() }
+        let sending = sourceAgent.communicationManager
+
+        func associate(_ point: IoSource, _ isAssociated: Bool) async throws {
+            try await routerAgent.communicationManager.publishAssociate(AssociateEvent(
+                ioContextName: context, ioSourceId: point.objectId, ioActorId: display.objectId,
+                associatingRoute: isAssociated ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: point.objectId) : nil,
+                updateRate: nil))
+            try await poll { sending.ioState(of: point.objectId).hasAssociations == isAssociated }
+            try await poll { actors.isAssociated(display) == isAssociated }
+        }
+        func send(_ value: IoValue, from point: IoSource) throws {
+            #expect(try sending.publishIoValue(value, of: point))
+        }
+
+        try await poll { routerAgent.communicationManager.communicationState == .online }
+        try await associate(source, true)
+        try await associate(garbage, true)
+        try await brokerSync(actorAgent.communicationManager)
+        #expect(states.elements == [.waiting])
+        try send(.json(21.5), from: source)
+        try await states.wait(count: 2)
+        try send(.json("hot"), from: source)
+        try await states.wait(count: 3)
+        try send(.raw(Array("{".utf8)), from: garbage)
+        try await states.wait(count: 4)
+        try send(.json(22), from: source)
+        try await states.wait(count: 5)
+        #expect(Array(states.elements.prefix(3)) == [.waiting, .receiving, .failed("expected a number")])
+        guard case .failed(let reason) = states.elements[3] else {
+            Issue.record("a payload that is not JSON left the state \(states.elements[3])")
+            return
+        }
+        #expect(reason.hasPrefix("not JSON"))
+        #expect(states.elements[4] == .receiving)
+        #expect(actors.rejectedValues(of: display) == 2)
+        try await values.wait(count: 2)
+        #expect(values.elements == [.json(21.5), .json(22)])
+        #expect(actors.latestValue(of: display) == .json(22))
+        #expect(actorAgent.communicationManager.statistics.messagesRejected == 1)
+
+        // A new subscriber gets the latest value at once.
+        let late = Recorder(actors.values(of: display))
+        try await late.wait(count: 1)
+        #expect(late.elements == [.json(22)])
+
+        // The source lost; the latest value stays, and is replayed after the re-association too.
+        try await associate(garbage, false)
+        try await associate(source, false)
+        try await states.wait(count: 6)
+        #expect(states.elements.last == .sourceLost)
+        try await associate(source, true)
+        try await states.wait(count: 7)
+        #expect(states.elements.last == .waiting)
+        let afterReassociation = Recorder(actors.values(of: display))
+        try await afterReassociation.wait(count: 1)
+        #expect(afterReassociation.elements == [.json(22)])
+        try await brokerSync(actorAgent.communicationManager)
+        try send(.json(23), from: source)
+        try await afterReassociation.wait(count: 2)
+        #expect(afterReassociation.elements == [.json(22), .json(23)])
+        #expect(states.elements.last == .receiving)
+        #expect(associations.elements == [false, true, false, true])
+
+        for container in [routerAgent, sourceAgent, actorAgent] { await container.shutdown() }
+    }
+
     /// The source controller's strategies end to end, on a clock the test moves (no sleeping): a Sample source and
     /// a Throttle (debounce) source, with the router's rate of 100 ms, then 300 ms, then disassociated. Values go
     /// out exactly when the clock passes their instant; a rate change discards what was scheduled and restarts the
