@@ -4,6 +4,7 @@ import CoatyMQTT
 import CoatyModel
 import CoatyRuntime
 import CoatyTestSupport
+import Synchronization
 import Testing
 
 import CoatyIORouting
@@ -17,12 +18,13 @@ struct IoRoutingScenarios {
     static let temperature = "coaty.test.Temperature[Celsius]"
 
     func agent(
-        _ name: String, nodes: [IoNodeDefinition] = [], controllers: [(name: String, controller: any Controller)]
+        _ name: String, nodes: [IoNodeDefinition] = [], controllers: [(name: String, controller: any Controller)],
+        connection: TransportHandle? = nil
     ) async throws -> Container {
         try await Container.resolve(
             configuration: Configuration(identity: Identity(name: name), ioNodes: nodes, communication: CommunicationOptions(port: port)),
             controllers: controllers,
-            makeTransport: makeTransport)
+            makeTransport: connection?.capturing(makeTransport) ?? makeTransport)
     }
 
     /// A BasicIoRouter, a source controller and an actor controller in one agent: values arrive in order, all of them.
@@ -142,6 +144,69 @@ struct IoRoutingScenarios {
         try await a2Associations.wait(count: 3)
         #expect(a2Associations.elements == [false, true, false])
         for container in [sourceAgent, normalAgent, emergencyAgent] { await container.shutdown() }
+    }
+
+    /// The router follows nodes as they come and go: a node advertised after the first routes were made, a
+    /// Deadvertise, and the last will of an agent whose connection broke (which names its identity and its IO node).
+    /// The rate of a pair is the larger of the source's and the actor's, a source gets the largest of its pairs.
+    func routerFollowsNodesAndRates() async throws {
+        let context = "TemperatureMeasurement"
+        let source = IoSource(name: "Source", valueType: Self.temperature, updateStrategy: IoSourceBackpressureStrategy.none, updateRate: 100)
+        let fast = IoActor(name: "Fast Actor", valueType: Self.temperature, updateRate: 200)
+        let unhurried = IoActor(name: "Actor without a rate", valueType: Self.temperature)
+        let slow = IoActor(name: "Slow Actor", valueType: Self.temperature, updateRate: 500)
+        let router = IoRouter(context: IoContext(name: context))
+        let routerAgent = try await agent("router", controllers: [("Router", router)])
+        let sources = IoSourceController()
+        let sourceAgent = try await agent(
+            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source])], controllers: [("Sources", sources)])
+        let actors = IoActorController()
+        let connection = TransportHandle()
+        let actorAgent = try await agent(
+            "actors", nodes: [IoNodeDefinition(contextName: context, ioActors: [fast, unhurried])], controllers: [("Actors", actors)],
+            connection: connection)
+        let slowAgent = try await agent("slow", nodes: [IoNodeDefinition(contextName: context, ioActors: [slow])], controllers: [])
+
+        let rates = Recorder(sources.updateRates(of: source))
+        let sourceAssociations = Recorder(sources.associations(of: source))
+        let fastAssociations = Recorder(actors.associations(of: fast))
+        let deadvertises = Recorder(routerAgent.communicationManager.observeDeadvertise())
+        func routed() -> [String: Double?] {
+            Dictionary(uniqueKeysWithValues: router.associations.map { ($0.actorName, $0.updateRate) })
+        }
+        for container in [routerAgent, sourceAgent, actorAgent] { container.start() }
+
+        // Per pair 200 (the fast actor's) and 100 (the source's own); the source gets the larger.
+        try await poll { routed().count == 2 && rates.elements.last == 200 }
+        #expect(routed() == ["Fast Actor": 200, "Actor without a rate": 200])
+
+        // A node advertised later: every pair of the source is associated again with the new largest rate.
+        slowAgent.start()
+        try await poll { routed().count == 3 && rates.elements.last == 500 }
+        #expect(routed() == ["Fast Actor": 500, "Actor without a rate": 500, "Slow Actor": 500])
+        #expect(rates.elements == [nil, 200, 500])
+        #expect(fastAssociations.elements == [false, true], "a new rate is no disassociation")
+
+        // A Deadvertise: the remaining pairs go back to 200. Coaty re-associates them before it disassociates the
+        // gone pair, and that disassociation sets the source's rate to none (section 3.13, quirk 2).
+        let slowNode = try #require(slowAgent.communicationManager.ioNodes.first?.objectId)
+        await slowAgent.shutdown()
+        try await poll { routed().count == 2 && rates.elements.count == 5 }
+        #expect(routed() == ["Fast Actor": 200, "Actor without a rate": 200])
+        #expect(rates.elements == [nil, 200, 500, 200, nil])
+        #expect(deadvertises.elements.contains { $0.event.objectIds == [slowAgent.identity.objectId, slowNode] })
+
+        // The actor agent's connection breaks: the broker publishes its last will, which covers its IO node,
+        // and the router disassociates the source.
+        let actorNode = try #require(actorAgent.communicationManager.ioNodes.first?.objectId)
+        await connection.breakOff()
+        try await deadvertises.wait(until: { $0.contains { $0.event.objectIds == [actorAgent.identity.objectId, actorNode] } })
+        try await sourceAssociations.wait(count: 3)
+        #expect(sourceAssociations.elements == [false, true, false])
+        #expect(router.associations.isEmpty)
+        #expect(router.managedNodeIds == sourceAgent.communicationManager.ioNodes.map(\.objectId))
+
+        for container in [actorAgent, sourceAgent, routerAgent] { await container.shutdown() }
     }
 
     /// An actor's state in the spirit of a data publisher (nothing yet, values flowing, source lost, error), its
@@ -349,5 +414,25 @@ struct IoRoutingScenarios {
         let resolves = Recorder(container.communicationManager.publishDiscover(.objectTypes([objectType]), timeout: .seconds(30)))
         guard let object = try await resolves.wait(count: 1).first?.event.object else { return nil }
         return try IoContext(object)
+    }
+}
+
+/// Keeps the connection an agent makes, so that a test can break it off the way a crash or a pulled cable does:
+/// without a DISCONNECT, so that the broker publishes the agent's last will.
+final class TransportHandle: Sendable {
+    private let transport = Mutex<(any MQTTTransport)?>(nil)
+
+    func capturing(
+        _ make: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport
+    ) -> @Sendable () throws(MQTTError) -> any MQTTTransport {
+        { () throws(MQTTError) in
+            let made = try make()
+            self.transport.withLock { $0 = made }
+            return made
+        }
+    }
+
+    func breakOff() async {
+        await transport.withLock { $0 }?.disconnect(.abrupt)
     }
 }
