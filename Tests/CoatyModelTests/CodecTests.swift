@@ -87,6 +87,18 @@ import Testing
         #expect(returned.outcome == .result(.null))
     }
 
+    /// Coaty JS never sends `isExternalRoute` (receivers take it as false); one sent by another router is
+    /// ignored, and an external route, a topic outside Coaty, is a route like any other.
+    @Test func associateIgnoresIsExternalRoute() {
+        let payload = #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp","isExternalRoute":true}"#
+        guard case .success(.event(_, .associate(let associate))) = decode("coaty/3/-/ASC:ctx/\(Self.agent)", payload) else {
+            Issue.record("rejected \(payload)")
+            return
+        }
+        #expect(associate.associatingRoute == "plant/line1/temp")
+        #expect(associate.payload.serialized() == #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp"}"#)
+    }
+
     /// Coaty JS 2.4.1 throws while validating a Query that has no `objectFilter` (publishing and receiving alike),
     /// so every Query goes out with one, empty if need be; receiving one without it stays fine.
     @Test func queriesAlwaysCarryAnObjectFilter() throws {
