@@ -95,6 +95,7 @@ struct IoRoutingScenarios {
         let a1Values = Recorder(normalActors.values(of: a1))
         let a2Values = Recorder(emergencyActors.values(of: a2))
         let a3Values = Recorder(routerActors.values(of: a3))
+        let contextAdvertises = Recorder(sourceAgent.communicationManager.observeAdvertise(coreType: .ioContext))
         for container in [normalAgent, emergencyAgent, sourceAgent, routerAgent] { container.start() }
 
         // Normal state: only the normal actor gets the values, interleaved s1, s2, s1, ...
@@ -114,6 +115,10 @@ struct IoRoutingScenarios {
         let complete = try #require(try await completes.wait(count: 1).first)
         #expect(complete.event.object["operatingState"] == "emergency")
         #expect(complete.event.object[IoRouter.versionProperty] == 1)
+        // The router advertises the changed context.
+        try await contextAdvertises.wait(until: { advertises in
+            advertises.contains { $0.event.object[IoRouter.versionProperty] == 1 && $0.event.object["operatingState"] == "emergency" }
+        })
         try await poll { emergencyActors.isAssociated(a2) && sources.isAssociated(s1) && sources.isAssociated(s2) && !normalActors.isAssociated(a1) }
         try await brokerSync(emergencyAgent.communicationManager)
         for index in 0..<6 {
@@ -137,6 +142,16 @@ struct IoRoutingScenarios {
         let refused = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: stale.object), timeout: .seconds(30)))
         let refusal = try #require(try await refused.wait(count: 1).first)
         #expect(refusal.event.privateData?["refused"]?.stringValue?.contains("stale version 0") == true)
+        #expect(router.context["operatingState"] == "emergency")
+
+        // An Update made from the current version is accepted, and the version grows again.
+        var current = try IoContext(complete.event.object)
+        current["shift"] = "night"
+        let accepted = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: current.object), timeout: .seconds(30)))
+        let second = try #require(try await accepted.wait(count: 1).first)
+        #expect(second.event.privateData?["refused"] == nil)
+        #expect(second.event.object[IoRouter.versionProperty] == 2)
+        #expect(router.context["shift"] == "night")
         #expect(router.context["operatingState"] == "emergency")
 
         // Shutting the router down disassociates the emergency actor.
