@@ -161,8 +161,9 @@ struct IoRoutingScenarios {
         for container in [sourceAgent, normalAgent, emergencyAgent] { await container.shutdown() }
     }
 
-    /// The router follows nodes as they come and go: a node advertised after the first routes were made, a
-    /// Deadvertise, and the last will of an agent whose connection broke (which names its identity and its IO node).
+    /// The router follows nodes as they come and go: nodes that were there before it (resolved), a node advertised
+    /// after the first routes were made, a Deadvertise, and the last will of an agent whose connection broke (which
+    /// names its identity and its IO node).
     /// The rate of a pair is the larger of the source's and the actor's, a source gets the largest of its pairs.
     func routerFollowsNodesAndRates() async throws {
         let context = "TemperatureMeasurement"
@@ -189,7 +190,11 @@ struct IoRoutingScenarios {
         func routed() -> [String: Double?] {
             Dictionary(uniqueKeysWithValues: router.associations.map { ($0.actorName, $0.updateRate) })
         }
-        for container in [routerAgent, sourceAgent, actorAgent] { container.start() }
+        // The router starts last: of nodes advertised before it was online it learns from their Resolves only.
+        for container in [sourceAgent, actorAgent] { container.start() }
+        try await brokerSync(sourceAgent.communicationManager)
+        try await brokerSync(actorAgent.communicationManager)
+        routerAgent.start()
 
         // Per pair 200 (the fast actor's) and 100 (the source's own); the source gets the larger.
         try await poll { routed().count == 2 && rates.elements.last == 200 }
