@@ -110,6 +110,11 @@ struct IoRoutingScenarios {
 
         // An Update of the context switches the routes to the emergency actor.
         var emergency = try #require(try await discoverContext(sourceAgent, objectType: context.object.objectType))
+        // The router answers a Discover of its context by core type and by objectId too.
+        let byCoreType = Recorder(sourceAgent.communicationManager.publishDiscover(.coreTypes([.ioContext]), timeout: .seconds(30)))
+        #expect(try await byCoreType.wait(count: 1).first?.event.object?.objectId == context.objectId)
+        let byObjectId = Recorder(sourceAgent.communicationManager.publishDiscover(.objectId(context.objectId), timeout: .seconds(30)))
+        #expect(try await byObjectId.wait(count: 1).first?.event.object?.objectId == context.objectId)
         emergency["operatingState"] = "emergency"
         let completes = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: emergency.object), timeout: .seconds(30)))
         let complete = try #require(try await completes.wait(count: 1).first)
