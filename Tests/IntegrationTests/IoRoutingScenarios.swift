@@ -212,13 +212,24 @@ struct IoRoutingScenarios {
         #expect(rates.elements == [nil, 200, 500])
         #expect(fastAssociations.elements == [false, true], "a new rate is no disassociation")
 
+        // A node advertised again without sources and actors counts as a Deadvertise (section 3.8); advertised
+        // again with them, it is managed again. (The rates: see the Deadvertise below.)
+        let slowNodeObject = try #require(slowAgent.communicationManager.ioNodes.first)
+        let emptied = IoNode(
+            contextName: context, objectId: slowNodeObject.objectId, parentObjectId: slowAgent.identity.objectId, ioSources: [], ioActors: [])
+        try await slowAgent.communicationManager.publishAdvertise(AdvertiseEvent(object: emptied.object))
+        try await poll { routed().count == 2 && rates.elements.count == 5 }
+        try await slowAgent.communicationManager.publishAdvertise(AdvertiseEvent(object: slowNodeObject.object))
+        try await poll { routed().count == 3 && rates.elements.count == 6 }
+        #expect(rates.elements == [nil, 200, 500, 200, nil, 500])
+
         // A Deadvertise: the remaining pairs go back to 200. Coaty re-associates them before it disassociates the
         // gone pair, and that disassociation sets the source's rate to none (section 3.13, quirk 2).
         let slowNode = try #require(slowAgent.communicationManager.ioNodes.first?.objectId)
         await slowAgent.shutdown()
-        try await poll { routed().count == 2 && rates.elements.count == 5 }
+        try await poll { routed().count == 2 && rates.elements.count == 8 }
         #expect(routed() == ["Fast Actor": 200, "Actor without a rate": 200])
-        #expect(rates.elements == [nil, 200, 500, 200, nil])
+        #expect(rates.elements == [nil, 200, 500, 200, nil, 500, 200, nil])
         #expect(deadvertises.elements.contains { $0.event.objectIds == [slowAgent.identity.objectId, slowNode] })
 
         // The actor agent's connection breaks: the broker publishes its last will, which covers its IO node,
