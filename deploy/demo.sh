@@ -35,12 +35,19 @@ bin="$(swift build --product coaty-edge --show-bin-path)/coaty-edge"
 [[ -x "$bin" ]] || { echo "the build failed" >&2; exit 1; }
 
 run_dir=$(mktemp -d -t coaty-edge-demo-XXXXXX)
-pids=()
+agents=()
+broker_pid=
 cleanup() {
     trap - EXIT INT TERM
     echo "== stopping"
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    wait "${pids[@]}" 2>/dev/null || true
+    # The agents before the broker, so that their leaving (the router's disassociations, the Deadvertises) still
+    # goes out, instead of each agent warning that it lost the broker.
+    for pid in "${agents[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait "${agents[@]}" 2>/dev/null || true
+    if [[ -n $broker_pid ]]; then
+        kill -TERM "$broker_pid" 2>/dev/null || true
+        wait "$broker_pid" 2>/dev/null || true
+    fi
     rm -rf "$run_dir"
 }
 trap cleanup EXIT INT TERM
@@ -49,7 +56,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$run_dir/mosquitto.conf"
 echo "== broker on 127.0.0.1:$port"
 mosquitto -c "$run_dir/mosquitto.conf" >"$run_dir/broker.log" 2>&1 &
-pids+=($!)
+broker_pid=$!
 broker="mqtt://127.0.0.1:$port"
 for _ in $(seq 50); do
     grep -q " running" "$run_dir/broker.log" 2>/dev/null && break
@@ -58,7 +65,7 @@ done
 
 for agent in router normal-actor emergency-actor sensors; do
     "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" > >(sed -u "s/^/[$agent] /") 2>&1 &
-    pids+=($!)
+    agents+=($!)
 done
 
 started=$SECONDS

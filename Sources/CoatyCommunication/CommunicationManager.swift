@@ -53,6 +53,8 @@ public final class CommunicationManager: Sendable {
     struct IoValueReceiver: Sendable {
         var id: Int
         var deliver: @Sendable (IoValue) -> Void
+        /// Told why a payload on the actor's route was dropped (not JSON, for an actor of JSON values).
+        var reject: (@Sendable (String) -> Void)?
         var finish: @Sendable () -> Void
     }
 
@@ -63,7 +65,7 @@ public final class CommunicationManager: Sendable {
         var monitors: [ObservationStream<[UInt8]>.Continuation] = []
         /// The receivers of the own actors associated on the route, each with whether it takes raw bytes; nil
         /// when no own actor is associated on it (a monitored route only).
-        var receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void)]?
+        var receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]?
     }
 
     struct State: ~Copyable {
@@ -558,7 +560,7 @@ public final class CommunicationManager: Sendable {
         for (route, actorIds) in state.routing.actorsByRoute {
             let receivers = actorIds.keys.flatMap { actorId in
                 let isRaw = rawActorIds.contains(actorId)
-                return (state.ioValueReceivers[actorId] ?? []).map { (isRaw: isRaw, deliver: $0.deliver) }
+                return (state.ioValueReceivers[actorId] ?? []).map { (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject) }
             }
             routes[route, default: IoRouteDelivery()].receivers = receivers
         }
@@ -578,20 +580,28 @@ public final class CommunicationManager: Sendable {
         guard let receivers = delivery.receivers else { return false }
         counters.ioValuesReceived.add(1)
         var json: JSONValue?
-        for (isRaw, deliver) in receivers {
+        var parseError: JSONParseError?
+        for (isRaw, deliver, rejectValue) in receivers {
             if isRaw {
                 deliver(.raw(message.payload))
                 continue
             }
-            if json == nil {
+            if json == nil && parseError == nil {
                 do {
                     json = try JSONValue(parsing: message.payload)
                 } catch {
-                    reject("dropped an IO value on \(message.topic) that is not JSON: \(error)")
-                    return true
+                    parseError = error
                 }
             }
-            if let json { deliver(.json(json)) }
+            if let json {
+                deliver(.json(json))
+            } else if let parseError {
+                // The actor's own state and count show it too, not only the agent's log.
+                rejectValue?("not JSON: \(parseError)")
+            }
+        }
+        if let parseError {
+            reject("dropped an IO value on \(message.topic) that is not JSON: \(parseError)")
         }
         return true
     }
@@ -642,7 +652,7 @@ public final class CommunicationManager: Sendable {
     /// The values routed to an own IO actor, JSON or raw as the actor declares.
     public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
         let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
-        let id = try addIoValueReceiver(of: actor, deliver: continuation.yield, finish: continuation.finish)
+        let id = try addIoValueReceiver(of: actor, deliver: continuation.yield, reject: nil, finish: continuation.finish)
         continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
         return stream
     }
@@ -650,22 +660,25 @@ public final class CommunicationManager: Sendable {
     /// Hands the values routed to an own IO actor to `handler` while `body` runs, on the network thread as they
     /// arrive: `handler` must not block or wait. For a controller that keeps state per actor and hands values
     /// on itself (the IoActorController): an `observeIoValue` stream would add a task hop per value.
+    /// `rejected`, on the same thread, learns why a payload on the actor's route was dropped.
     public func handleIoValues<T>(
         of actor: IoActor, isolation: isolated (any Actor)? = #isolation,
-        _ handler: @escaping @Sendable (IoValue) -> Void, while body: () async -> T
+        _ handler: @escaping @Sendable (IoValue) -> Void, rejected: (@Sendable (String) -> Void)? = nil,
+        while body: () async -> T
     ) async throws(CoatyError) -> T {
-        let id = try addIoValueReceiver(of: actor, deliver: handler, finish: {})
+        let id = try addIoValueReceiver(of: actor, deliver: handler, reject: rejected, finish: {})
         defer { removeIoValueReceiver(id, of: actor) }
         return await body()
     }
 
     private func addIoValueReceiver(
-        of actor: IoActor, deliver: @escaping @Sendable (IoValue) -> Void, finish: @escaping @Sendable () -> Void
+        of actor: IoActor, deliver: @escaping @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?,
+        finish: @escaping @Sendable () -> Void
     ) throws(CoatyError) -> Int {
         try state.withLock { state throws(CoatyError) in
             guard state.routing.isOwnActor(actor.objectId) else { throw .unknownIoPoint(actor.objectId) }
             let id = state.makeObserverId()
-            state.ioValueReceivers[actor.objectId, default: []].append(IoValueReceiver(id: id, deliver: deliver, finish: finish))
+            state.ioValueReceivers[actor.objectId, default: []].append(IoValueReceiver(id: id, deliver: deliver, reject: reject, finish: finish))
             rebuildIoRoutes(in: &state)
             return id
         }

@@ -14,7 +14,7 @@ public enum IoActorState: Sendable, Hashable {
     case receiving
     /// The actor was associated and lost its association.
     case sourceLost
-    /// The last value did not decode as the actor's value type; it was dropped.
+    /// The last payload did not decode as the actor's value type (or not at all); it was dropped.
     case failed(String)
 }
 
@@ -94,7 +94,7 @@ public final class IoActorController: Controller {
                 guard let ioStates = try? manager.observeIoState(of: entry.actor.objectId) else { continue }
                 group.addTask {
                     // Values arrive while the association is followed, until the manager stops or the task ends.
-                    try? await manager.handleIoValues(of: entry.actor, entry.receive) {
+                    try? await manager.handleIoValues(of: entry.actor, entry.receive, rejected: entry.reject) {
                         for await ioState in ioStates { entry.associate(ioState.hasAssociations) }
                     }
                 }
@@ -128,7 +128,7 @@ public final class IoActorController: Controller {
         entry(actor)?.association.value ?? false
     }
 
-    /// Values that did not decode as the actor's value type.
+    /// Payloads that did not decode as the actor's value type (or not at all, as JSON).
     public func rejectedValues(of actor: IoActor) -> Int {
         entry(actor)?.shared.withLock { $0.rejected } ?? 0
     }
@@ -157,6 +157,8 @@ private final class ActorEntry: Sendable {
     let shared = Mutex(Shared())
     let receivedCounter: Counter
     let rejectedCounter: Counter
+    /// A source that sends the wrong type sends it at its full rate: every value is counted, a few are logged.
+    let rejectionLog = LogBudget()
 
     init(actor: IoActor, check: (@Sendable (IoValue) -> String?)?, logger: Logger) {
         self.actor = actor
@@ -170,10 +172,11 @@ private final class ActorEntry: Sendable {
     func receive(_ value: IoValue) {
         let watchers = shared.withLock { shared -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
             if let problem = check?(value) {
-                shared.rejected += 1
-                rejectedCounter.increment()
-                change(to: .failed(problem), in: &shared)
-                logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
+                count(rejection: problem, in: &shared)
+                if case .log(let suppressed) = rejectionLog.admit() {
+                    if suppressed > 0 { logger.warning("\(suppressed) more values for \(actor.name) were dropped without a log line") }
+                    logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
+                }
                 return []
             }
             shared.received += 1
@@ -183,6 +186,17 @@ private final class ActorEntry: Sendable {
             return shared.valueWatchers
         }
         for watcher in watchers { watcher.continuation.yield(value) }
+    }
+
+    /// Called on the manager's network thread for a payload the manager could not decode; the manager logs it.
+    func reject(_ problem: String) {
+        shared.withLock { count(rejection: problem, in: &$0) }
+    }
+
+    private func count(rejection problem: String, in shared: inout Shared) {
+        shared.rejected += 1
+        rejectedCounter.increment()
+        change(to: .failed(problem), in: &shared)
     }
 
     func associate(_ isAssociated: Bool) {

@@ -30,7 +30,8 @@ import Testing
 
     @Test func joinsInProtocolOrderWithDeferredPublicationsLast() async throws {
         let node = IoNodeDefinition(contextName: "ctx", ioSources: [IoSource(name: "s", valueType: "t")])
-        let agent = manager("agent", nodes: [node])
+        // A node without sources and actors is dropped, as in Coaty JS.
+        let agent = manager("agent", nodes: [node, IoNodeDefinition(contextName: "empty")])
         try await agent.publishChannel(ChannelEvent(channelId: "early", content: .object(Identity().object)))
         #expect(broker.publishedMessages.isEmpty)
         try await online(agent)
@@ -41,6 +42,7 @@ import Testing
         let advertisedNode = try IoNode(validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? .null)
         #expect(advertisedNode.object.parentObjectId == id)
         #expect(advertisedNode.ioSources.map(\.objectId) == node.ioSources.map(\.objectId))
+        #expect(agent.ioNodes.map(\.contextName) == ["ctx"])
         await agent.stop()
     }
 

@@ -23,6 +23,33 @@ import Testing
         #expect(configuration.routers.first?.context.name == "Greenhouse")
     }
 
+    /// The four agents of `deploy/demo.sh`: the guide's three strategies (shortened), two actors responsible for
+    /// one operating state each, and a router with the two rules of the scenario.
+    @Test func theDemoAgentsLoad() throws {
+        func demo(_ name: String) throws -> AgentConfiguration {
+            try AgentConfiguration.load(file: Self.repository.appendingPathComponent("deploy/demo/\(name).json").path)
+        }
+        let sensors = try demo("sensors")
+        let sources = try #require(sensors.base.ioNodes.first).ioSources
+        #expect(sources.map(\.updateStrategy) == [.none, .sample, .throttle])
+        #expect(sources.map(\.updateRate) == [nil, 3000, 3000])
+        #expect(sources.allSatisfy { $0.valueType == "coaty-edge.Temperature[Celsius]" })
+        #expect(sensors.devices?.sensors.count == 3)
+        for (name, state) in [("normal-actor", "normal"), ("emergency-actor", "emergency")] {
+            let actor = try demo(name)
+            #expect(actor.printsReceivedValues)
+            #expect(actor.base.ioNodes.first?.characteristics?["isResponsibleForOperatingState"] == .string(state))
+            #expect(actor.base.ioNodes.first?.ioActors.map(\.valueType) == ["coaty-edge.Temperature[Celsius]"])
+        }
+        let router = try #require(try demo("router").routers.first)
+        #expect(router.context["operatingState"] == "normal")
+        guard case .directory(_, let rules) = router.rules else {
+            Issue.record("the demo router should load a rules directory")
+            return
+        }
+        #expect(rules.rules.map(\.name) == ["temperature-normal", "temperature-emergency"])
+    }
+
     func load(_ json: String, files: [String: String] = [:]) throws(ConfigurationError) -> AgentConfiguration {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-agent-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

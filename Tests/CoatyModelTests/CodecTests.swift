@@ -27,6 +27,8 @@ import Testing
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":"a"}"#, "expected an array"),
         ("coaty/3/-/CHN:c/\(agent)", #"{"object":\#(identity),"objects":[]}"#, "exactly one of"),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":""}"#, "$.associatingRoute: must not be an empty string"),
+        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"coaty/3/-/IOV/#"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
+        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/+/temp"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s"}"#, "missing required member \"ioActorId\""),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","updateRate":"fast"}"#, "$.updateRate: expected a number"),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"result":1,"error":{"code":1,"message":"m"}}"#, "exactly one of"),
@@ -83,6 +85,18 @@ import Testing
             decode("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":null}"#)
         else { Issue.record("return"); return }
         #expect(returned.outcome == .result(.null))
+    }
+
+    /// Coaty JS never sends `isExternalRoute` (receivers take it as false); one sent by another router is
+    /// ignored, and an external route, a topic outside Coaty, is a route like any other.
+    @Test func associateIgnoresIsExternalRoute() {
+        let payload = #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp","isExternalRoute":true}"#
+        guard case .success(.event(_, .associate(let associate))) = decode("coaty/3/-/ASC:ctx/\(Self.agent)", payload) else {
+            Issue.record("rejected \(payload)")
+            return
+        }
+        #expect(associate.associatingRoute == "plant/line1/temp")
+        #expect(associate.payload.serialized() == #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp"}"#)
     }
 
     /// Coaty JS 2.4.1 throws while validating a Query that has no `objectFilter` (publishing and receiving alike),

@@ -37,12 +37,20 @@ public final class ManualClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if deadline <= state.now { return true }
+                enum Outcome { case due, cancelled, asleep }
+                let outcome = state.withLock { state -> Outcome in
+                    if deadline <= state.now { return .due }
+                    // A task cancelled before it got here ran the cancellation handler already, and that found
+                    // no sleeper to wake; registered now, it would sleep until time passed its deadline.
+                    if Task.isCancelled { return .cancelled }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return false
+                    return .asleep
                 }
-                if resumeNow { continuation.resume() }
+                switch outcome {
+                case .due: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .asleep: break
+                }
             }
         } onCancel: {
             let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }

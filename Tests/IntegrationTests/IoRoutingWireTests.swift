@@ -50,4 +50,45 @@ import Testing
         _ = try await sniffer.disconnect()
         try await broker.stop()
     }
+
+    /// External routes (section 3.7): the router associates on the source's `externalRoute`, a topic outside
+    /// Coaty. The Coaty source publishes its bare values there for any MQTT client, and the actor subscribes to it,
+    /// so a producer outside Coaty feeds the actor as well.
+    @Test func externalRoutesCarryBareValuesBothWays() async throws {
+        let broker = try await TestBroker.started()
+        let route = "plant/line1/temperature"
+        let sniffer = try await TestClient.connected(to: broker, subscribingTo: [route, "coaty/3/-/ASC:ctx/+"])
+        let source = IoSource(name: "line 1", valueType: "t", externalRoute: route)
+        let actor = IoActor(name: "display", valueType: "t")
+        let sources = IoSourceController()
+        let actors = IoActorController()
+        let container = try await Container.resolve(
+            configuration: Configuration(
+                identity: Identity(name: "external"),
+                ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [source], ioActors: [actor])],
+                communication: CommunicationOptions(port: broker.port)),
+            controllers: [("Sources", sources), ("Actors", actors), ("Router", IoRouter(context: IoContext(name: "ctx")))])
+        let values = Recorder(actors.values(of: actor))
+        container.start()
+        try await poll { sources.isAssociated(source) && actors.isAssociated(actor) }
+        try await brokerSync(container.communicationManager)
+
+        let associate = try await sniffer.nextMessage()
+        #expect(String(decoding: associate.payload, as: UTF8.self)
+            == #"{"ioSourceId":"\#(source.objectId)","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route)"}"#)
+        try sources.publish(21.5, from: source)
+        let sent = try await sniffer.nextMessage()
+        #expect(sent.topic == route)
+        #expect(String(decoding: sent.payload, as: UTF8.self) == "21.5")
+
+        let producer = try await TestClient.connected(to: broker)
+        try producer.publish(route, #"{"celsius":22.5}"#)
+        try await values.wait(count: 2)
+        #expect(values.elements == [.json(21.5), .json(["celsius": 22.5])])
+
+        await container.shutdown()
+        _ = try await producer.disconnect()
+        _ = try await sniffer.disconnect()
+        try await broker.stop()
+    }
 }

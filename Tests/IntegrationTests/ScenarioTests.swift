@@ -18,6 +18,9 @@ import Testing
     @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
     @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
     @Test func ioRoutingAcrossContainers() async throws { try await ioRouting.routingAcrossContainersDependsOnContext() }
+    @Test func routerFollowsNodesAndRates() async throws { try await ioRouting.routerFollowsNodesAndRates() }
+    @Test func actorStates() async throws { try await ioRouting.actorStatesCountErrorsAndReplayTheLatestValue() }
+    @Test func sourceStrategies() async throws { try await ioRouting.sourceStrategiesOnAControlledClock() }
 }
 
 /// The same scenarios between agents on separate connections to a real mosquitto, through libmosquitto.
@@ -41,4 +44,7 @@ import Testing
     @Test func deferredPublications() async throws { try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() } }
     @Test func basicIoRouting() async throws { try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() } }
     @Test func ioRoutingAcrossContainers() async throws { try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() } }
+    @Test func routerFollowsNodesAndRates() async throws { try await withBroker { _, r in try await r.routerFollowsNodesAndRates() } }
+    @Test func actorStates() async throws { try await withBroker { _, r in try await r.actorStatesCountErrorsAndReplayTheLatestValue() } }
+    @Test func sourceStrategies() async throws { try await withBroker { _, r in try await r.sourceStrategiesOnAControlledClock() } }
 }

@@ -128,7 +128,17 @@ public struct AssociateEvent: Sendable, Hashable {
         let root = JSONCursor(payload)
         ioSourceId = try root.required("ioSourceId").nonEmptyString()
         ioActorId = try root.required("ioActorId").nonEmptyString()
-        associatingRoute = try root.optional("associatingRoute")?.nonEmptyString()
+        if let route = try root.optional("associatingRoute") {
+            let topic = try route.nonEmptyString()
+            // Sources publish on the route and actors subscribe to it: a wildcard would have every actor of the
+            // pair subscribe to other traffic and the source fail each publication, so the router is wrong.
+            guard CoatyName.isValidPublicationTopic(topic) else {
+                throw route.error("is not an MQTT topic to publish on (no wildcards or NUL)")
+            }
+            associatingRoute = topic
+        } else {
+            associatingRoute = nil
+        }
         updateRate = try root.optional("updateRate")?.number()
     }
 
