@@ -39,6 +39,7 @@ static void measure(emu_chip *chip, uint64_t duration_ms) {
     put_word(chip, 3, (uint16_t)humidity);
     chip->result_length = 6;
     chip->measurement_pending = true;
+    if (chip->fault == COATY_EMU_FAULT_SLOW_MEASUREMENT) duration_ms *= 1000;
     chip->ready_at_ns = coaty_emu_monotonic_ns() + duration_ms * 1000000u;
 }
 

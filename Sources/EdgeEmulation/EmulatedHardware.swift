@@ -68,6 +68,9 @@ public struct EmulatedChip: Sendable, Hashable {
         case wrongChipId
         /// The chip sends wrong checksums (SHT3x).
         case corruptChecksum
+        /// Measurements on command take a thousand times as long (SHT3x): reads stay unacknowledged for seconds,
+        /// so a test sees the chip busy however slowly it runs.
+        case slowMeasurement
     }
 
     public let model: Model
@@ -98,6 +101,7 @@ public struct EmulatedChip: Sendable, Hashable {
             case .ioError: COATY_EMU_FAULT_IO_ERROR
             case .wrongChipId: COATY_EMU_FAULT_WRONG_CHIP_ID
             case .corruptChecksum: COATY_EMU_FAULT_CORRUPT_CHECKSUM
+            case .slowMeasurement: COATY_EMU_FAULT_SLOW_MEASUREMENT
             }
         // A chip handed out by `addChip` always exists: the call cannot fail.
         _ = coaty_emu_set_chip_fault(Int32(bus), Int32(address), value, nil, 0)

@@ -64,11 +64,15 @@ import Testing
     }
 
     @Test func readingBeforeTheMeasurementIsDoneIsNotAcknowledged() async throws {
-        // What the driver's wait avoids: the chip does not answer a read while it measures.
+        // What the driver's wait avoids: the chip does not answer a read while it measures. Slowed down, so that a
+        // loaded machine cannot take longer than the measurement between the write and the read.
         let (hardware, bus, path) = try Emulation.newBus()
-        _ = try hardware.addChip(.sht3x, bus: bus, address: 0x44)
+        let chip = try hardware.addChip(.sht3x, bus: bus, address: 0x44)
+        chip.inject(.slowMeasurement)
         let device = I2CDevice(bus: try I2CBus(path: path), address: 0x44)
         try device.write([0x24, 0x00])
         #expect(throws: SensorError.self) { try device.read(count: 6) }
+        // The driver waits the datasheet's time, then reports the chip that has not finished.
+        await #expect(throws: SensorError.self) { try await SHT3x(bus: try I2CBus(path: path), repeatability: .high).read() }
     }
 }

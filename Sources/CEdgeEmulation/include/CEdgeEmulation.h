@@ -35,6 +35,8 @@ typedef enum {
     COATY_EMU_FAULT_WRONG_CHIP_ID,
     /// Checksums the chip sends are wrong.
     COATY_EMU_FAULT_CORRUPT_CHECKSUM,
+    /// Measurements on command take a thousand times as long as the datasheet says (SHT3x).
+    COATY_EMU_FAULT_SLOW_MEASUREMENT,
 } coaty_emu_fault;
 
 /// Creates the process's one umockdev testbed. Calling it again does nothing.
