@@ -77,6 +77,19 @@ import Testing
         #expect(usage.status == 64)
     }
 
+    /// "inf" and "nan" parse as numbers; a wait made of one used to crash the client when it became a Duration.
+    @Test(arguments: [
+        ["agents", "--census", "inf"], ["agents", "--census=nan"], ["agents", "--census", "0"],
+        ["agents", "--connect-timeout", "1e300"], ["context", "get", "--timeout=-1"], ["rules", "show", "--timeout", "inf"],
+        ["context", "set", "operatingState", "normal", "--timeout", "nan"],
+    ])
+    func waitsMustBeFiniteAndPositive(arguments: [String]) async throws {
+        let port = try freeLoopbackPort()
+        let result = try await Executable.run(arguments + ["--broker", "mqtt://127.0.0.1:\(port)"])
+        #expect(result.status == 64, "\(result.errors)")
+        #expect(result.errors.contains("is invalid for '--"), "\(result.errors)")
+    }
+
     // MARK: - The agent and the clients on a broker
 
     /// `run` on emulated hardware: systemd hears READY=1, `observe --json` sees the values it publishes, the metrics
