@@ -77,6 +77,25 @@ import Testing
         #expect(usage.status == 64)
     }
 
+    @Test func everySubcommandHasHelp() async throws {
+        let subcommands = [
+            "run", "observe", "agents", "rules", "rules check", "rules show", "context", "context get", "context set",
+            "config", "config check",
+        ]
+        for subcommand in subcommands {
+            let words = subcommand.split(separator: " ").map(String.init)
+            let help = try await Executable.run(words + ["--help"])
+            #expect(help.status == 0, "\(subcommand): \(help.errors)")
+            #expect(help.output.hasPrefix("OVERVIEW: "), "\(subcommand): \(help.output)")
+            #expect(help.output.contains("USAGE: coaty-edge \(subcommand) "), "\(subcommand): \(help.output)")
+        }
+        let top = try await Executable.run(["--help"])
+        #expect(top.status == 0)
+        for subcommand in ["run", "observe", "agents", "rules", "context", "config"] {
+            #expect(top.output.contains("\n  \(subcommand) "), "\(subcommand) missing from: \(top.output)")
+        }
+    }
+
     /// "inf" and "nan" parse as numbers; a wait made of one used to crash the client when it became a Duration.
     @Test(arguments: [
         ["agents", "--census", "inf"], ["agents", "--census=nan"], ["agents", "--census", "0"],
@@ -123,6 +142,25 @@ import Testing
 
         let first = try await readCounter(port: metricsPort)
         try await waitUntil("the read counter to grow") { try await readCounter(port: metricsPort) > first }
+
+        // Every family the agent promises is there, per source where it counts per source. A malformed message on a
+        // topic the agent listens to (every agent answers Discover) is counted as rejected.
+        let source = "{source=\"\(Agents.sourceId)\"}"
+        let published = try await scrape(port: metricsPort)
+        for name in ["values_read_total", "values_published_total", "values_routed_total"] {
+            #expect((published["coaty_edge_\(name)\(source)"] ?? 0) > 0, "coaty_edge_\(name) in \(published)")
+        }
+        #expect(published["coaty_edge_values_dropped_total\(source)"] != nil, "\(published)")
+        #expect(published["coaty_edge_sensor_errors_total{sensor=\"TMP102 at 0x48 on /dev/i2c-1\"}"] == 0, "\(published)")
+        #expect(published["coaty_edge_reconnects_total"] == 0, "\(published)")
+        #expect(published["coaty_edge_messages_rejected_total"] == 0, "\(published)")
+        let malformed = try await Command(
+            "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "coaty/3/-/DSC/intruder/1", "-m", "{not json"
+        ).run(timeout: .seconds(20))
+        #expect(malformed.status == 0, "\(malformed.errors)")
+        try await waitUntil("the rejected counter to count the malformed message") {
+            try await scrape(port: metricsPort)["coaty_edge_messages_rejected_total"] == 1
+        }
 
         let stopped = try await sensors.stop(with: SIGTERM, within: .seconds(20))
         #expect(stopped.status == 0, "\(stopped.errors)")
@@ -198,6 +236,88 @@ import Testing
         try await broker.stop()
     }
 
+    /// The log level comes from the configuration's logging.level, and --log-level overrides it.
+    @Test func logLevelFromTheConfigurationAndTheFlag() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let config = try scratch.write(
+            "actor.json",
+            Agents.actor(
+                broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal",
+                extra: #", "logging": {"level": "warning"}"#))
+
+        func runUntilReady(_ extra: [String]) async throws -> CommandResult {
+            let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify-\(extra.count)").path)
+            let agent = try await Executable.start(["run", "--config", config] + extra, environment: ["NOTIFY_SOCKET": notify.name])
+            #expect(try await notify.receive() == "READY=1")
+            let result = try await agent.stop(with: SIGTERM, within: .seconds(20))
+            #expect(result.status == 0, "\(result.errors)")
+            return result
+        }
+
+        let quiet = try await runUntilReady([])
+        #expect(!quiet.errors.contains(" info "), "\(quiet.errors)")
+        #expect(!quiet.errors.contains(" debug "), "\(quiet.errors)")
+
+        let chatty = try await runUntilReady(["--log-level", "debug"])
+        #expect(chatty.errors.contains(" info coaty-edge.Normal: agent Normal ("), "\(chatty.errors)")
+        #expect(chatty.errors.contains(" debug coaty.communication: leaving: Deadvertise sent, disconnecting cleanly\n"), "\(chatty.errors)")
+        try await broker.stop()
+    }
+
+    /// observe's filters by source, value type and context, each on its own against the same agents: only the
+    /// observers whose filters admit the Boiler print its values.
+    @Test(.emulatedHardware) func observeFiltersBySourceValueTypeAndContext() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        try scratch.write("rules/rules.json", Agents.rules)
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        let filters: [(arguments: [String], admitsBoiler: Bool)] = [
+            (["--source", "Boiler"], true),
+            (["--source", Agents.sourceId, "--value-type", "coaty-edge.Temperature[Celsius]"], true),
+            (["--context", Agents.contextName], true),
+            (["--source", "Cellar"], false),
+            (["--value-type", "coaty-edge.Humidity[Percent]"], false),
+            (["--context", "Greenhouse"], false),
+        ]
+        var observers: [CoatyTestSupport.ChildProcess] = []
+        for filter in filters {
+            observers.append(try await Executable.start(["observe", "--json"] + filter.arguments + url))
+        }
+        var agents: [CoatyTestSupport.ChildProcess] = []
+        for (name, config) in [
+            ("router", Agents.router(broker: broker.port, rules: "rules")),
+            ("normal", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
+            ("sensors", Agents.sensors(broker: broker.port)),
+        ] {
+            agents.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
+        }
+
+        // Once every admitting observer has printed several values, those that do not admit the Boiler had the time
+        // to print some too: the agents joined, and the sensor publishes every 200 ms.
+        for (observer, filter) in zip(observers, filters) where filter.admitsBoiler {
+            let value = try await observer.line(containing: #""event":"value""#, within: .seconds(30))
+            #expect(jsonLines(value).first?["sourceId"] as? String == Agents.sourceId)
+        }
+        for (observer, filter) in zip(observers, filters) where filter.admitsBoiler {
+            try await waitUntil("\(filter.arguments) to print five values") {
+                jsonLines(observer.output.text).filter { $0["event"] as? String == "value" }.count >= 5
+            }
+        }
+        for (observer, filter) in zip(observers, filters) {
+            let result = try await observer.stop(with: SIGTERM)
+            #expect(result.status == 0)
+            let events = jsonLines(result.output)
+            #expect(events.contains { $0["event"] as? String == "agentJoined" }, "\(filter.arguments): \(result.output)")
+            let values = events.filter { $0["event"] as? String == "value" }
+            #expect(values.isEmpty != filter.admitsBoiler, "\(filter.arguments): \(values.count) values")
+        }
+        for agent in agents {
+            #expect(try await agent.stop(with: SIGTERM).status == 0)
+        }
+        try await broker.stop()
+    }
+
     /// `agents` lists a running agent with its IO nodes and device status; killed with SIGKILL, it is gone: the
     /// broker publishes its last will, which `observe` reports, and the next `agents` does not list it.
     @Test(.emulatedHardware) func agentsListsAnAgentUntilItIsKilled() async throws {
@@ -236,6 +356,19 @@ import Testing
         #expect(try await observe.stop(with: SIGTERM).status == 0)
         try await broker.stop()
     }
+}
+
+/// The samples of the agent's metrics endpoint, by name and labels as written (`name{label="value"}`).
+private func scrape(port: Int) async throws -> [String: Double] {
+    let response = try await httpExchange(port: port, request: "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    guard response.hasPrefix("HTTP/1.1 200 OK") else { throw SocketError("metrics answered: \(response)") }
+    let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    var samples: [String: Double] = [:]
+    for line in body.split(separator: "\n") where !line.hasPrefix("#") {
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+        samples[String(line[..<space])] = value
+    }
+    return samples
 }
 
 /// The sum of `coaty_edge_values_read_total` from the agent's metrics endpoint.
