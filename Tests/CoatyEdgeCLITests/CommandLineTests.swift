@@ -318,6 +318,58 @@ import Testing
         try await broker.stop()
     }
 
+    /// A sensor that stops answering, seen from outside: the agent logs the failure and the recovery, observe reports
+    /// the device status going to failing and back to ok, and agents lists the failing device with its error. The
+    /// thermal zone is a sysfs file the test removes and writes again.
+    @Test func aFailingSensorShowsInTheLogObserveAndAgentsAndRecovers() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let zone = "sys/class/thermal/thermal_zone0"
+        try scratch.write("\(zone)/type", "cpu-thermal\n")
+        let temperature = try scratch.write("\(zone)/temp", "45000\n")
+        let config = try scratch.write("soc.json", """
+            {
+              "common": {"agentIdentity": {"name": "SoC"}, "ioContextNodes": {"Board": {"ioSources": [
+                {"objectId": "soc", "name": "SoC temperature", "valueType": "coaty-edge.Temperature[Celsius]"}]}}},
+              "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"},
+              "devices": {"sysfsRoot": "\(scratch.url.appendingPathComponent("sys").path)", "sensors": [
+                {"driver": "thermal", "zone": 0, "pollInterval": "100ms", "retry": {"min": "100ms", "max": "200ms"},
+                 "sources": {"temperature": {"ioSource": "soc"}}}]}
+            }
+            """)
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        let observe = try await Executable.start(["observe", "--json"] + url)
+        let agent = try await Executable.start(["run", "--config", config])
+
+        /// The states of the SoC zone in the device status events observe printed, in order.
+        func states() -> [String] {
+            jsonLines(observe.output.text).filter { $0["event"] as? String == "deviceStatus" }.compactMap { event in
+                ((event["devices"] as? [[String: Any]])?.first { $0["label"] as? String == "thermal zone 0 (cpu-thermal)" })?["state"]
+                    as? String
+            }
+        }
+        try await waitUntil("observe to report the zone ok") { states().contains("ok") }
+
+        try FileManager.default.removeItem(atPath: temperature)
+        try await waitUntil("observe to report the zone failing") { states().last == "failing" }
+        let failing = try await Executable.run(["agents", "--json", "--census", "1"] + url)
+        let devices = try #require(jsonLines(failing.output).first?["devices"] as? [[String: Any]])
+        #expect(devices.first?["state"] as? String == "failing")
+        #expect(devices.first?["error"] as? String == "no device: \(temperature)")
+
+        try scratch.write("\(zone)/temp", "46500\n")
+        try await waitUntil("observe to report the zone ok again") { states().suffix(2) == ["failing", "ok"] }
+
+        let stopped = try await agent.stop(with: SIGTERM)
+        #expect(stopped.status == 0)
+        #expect(stopped.errors.contains(
+            " error coaty.controller.Devices: thermal zone 0 (cpu-thermal) fails, retrying with backoff: no device: \(temperature)\n"),
+            "\(stopped.errors)")
+        #expect(stopped.errors.contains(" notice coaty.controller.Devices: thermal zone 0 (cpu-thermal) answers again after "), "\(stopped.errors)")
+        #expect(try await observe.stop(with: SIGTERM).status == 0)
+        try await broker.stop()
+    }
+
     /// `agents` lists a running agent with its IO nodes and device status; killed with SIGKILL, it is gone: the
     /// broker publishes its last will, which `observe` reports, and the next `agents` does not list it.
     @Test(.emulatedHardware) func agentsListsAnAgentUntilItIsKilled() async throws {
