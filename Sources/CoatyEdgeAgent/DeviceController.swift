@@ -41,6 +41,8 @@ final class DeviceController: Controller {
         /// Per device label: "ok" or the error, in configuration order.
         var health: [(label: String, kind: String, ioPoints: [String], error: String?)] = []
         var outputs: [String: OutputDriver] = [:]
+        /// Set by `onStopping`: an output whose line is requested after it goes to its safe state at once.
+        var isStopping = false
         var statusChanges: AsyncStream<Void>.Continuation?
     }
 
@@ -69,6 +71,7 @@ final class DeviceController: Controller {
         let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
         let (statusChanges, notify) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         state.withLock { state in
+            state.isStopping = false
             state.statusChanges = notify
             state.health = devices.sensors.map { sensor in
                 (sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label, sensor.driver.rawValue, sensor.sources.map(\.ioSourceId), nil)
@@ -107,6 +110,7 @@ final class DeviceController: Controller {
 
     /// Outputs go to their safe state before the agent leaves.
     func onStopping(_ context: ControllerContext) async {
+        state.withLock { $0.isStopping = true }
         enterSafeState(context.logger, reason: "the agent stops")
     }
 
@@ -158,8 +162,16 @@ final class DeviceController: Controller {
                 let line = try GPIOOutput(chip: output.line.chipPath, line: output.line.offset, activeLow: output.activeLow,
                     initiallyActive: output.initial)
                 let driver = try OutputDriver(line: line, logic: output.logic)
-                state.withLock { $0.outputs[output.ioActorId] = driver }
+                let isStopping = state.withLock { state in
+                    state.outputs[output.ioActorId] = driver
+                    return state.isStopping
+                }
                 setHealth(of: label, error: nil)
+                // A stop that came while the line was being requested found no output to put in its safe state.
+                if isStopping {
+                    enterSafeState(of: output.ioActorId, label: label, logger: logger, reason: "the agent stops")
+                    return
+                }
                 break
             } catch {
                 failures += 1

@@ -179,6 +179,34 @@ import Testing
         try await broker.stop()
     }
 
+    /// SIGTERM drives the outputs to their safe state before the agent leaves: a relay configured off with safe state
+    /// on is switched on, as the agent's log says, and the agent exits 0.
+    @Test(.emulatedHardware) func sigtermPutsTheOutputsInTheirSafeState() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let config = try scratch.write("relay.json", """
+            {
+              "common": {"agentIdentity": {"name": "Relay"}, "ioContextNodes": {"Board": {"ioActors": [
+                {"objectId": "relay", "name": "Fan relay", "valueType": "coaty-edge.Switch"}]}}},
+              "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"},
+              "devices": {"emulated": true, "outputs": [
+                {"driver": "gpio-output", "ioActor": "relay", "chip": "gpiochip0", "line": 17, "initial": "off", "safeState": "on"}]}
+            }
+            """)
+        let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify").path)
+        let agent = try await Executable.start(["run", "--config", config], environment: ["NOTIFY_SOCKET": notify.name])
+        #expect(try await notify.receive() == "READY=1")
+        let stopped = try await agent.stop(with: SIGTERM, within: .seconds(20))
+        #expect(stopped.status == 0, "\(stopped.errors)")
+        let lines = stopped.errors.split(separator: "\n")
+        let safe = lines.firstIndex { $0.hasSuffix(" notice coaty.controller.Devices: GPIO output line 17 of gpiochip0 to its safe state (on): the agent stops") }
+        let stoppedLine = lines.firstIndex { $0.hasSuffix(" info coaty-edge.Relay: agent Relay stopped") }
+        #expect(safe != nil, "\(stopped.errors)")
+        #expect(stoppedLine != nil, "\(stopped.errors)")
+        if let safe, let stoppedLine { #expect(safe < stoppedLine) }
+        try await broker.stop()
+    }
+
     /// `context set` changes the routing: `rules show` and `observe` see the temperature move from the actor for
     /// normal operation to the one for emergencies; `context get` shows the new version.
     @Test(.emulatedHardware) func contextSetMovesTheRouting() async throws {
