@@ -25,6 +25,17 @@ final class DeviceController: Controller {
     private let emulation: DeviceEmulation?
     private let buses = I2CBusPool()
     private let state = Mutex(State())
+    /// The latest value of each source. A source's first reading comes before any router associated it and is
+    /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
+    /// input publishes only on a change, so a source that becomes associated sends its latest value at once. Sources
+    /// of a failing device have none: that value would be stale.
+    private let latest = Mutex<[String: LatestValue]>([:])
+
+    private struct LatestValue {
+        var value: JSONValue
+        /// Whether the source controller took it while the source had its current association.
+        var isSent: Bool
+    }
 
     private struct State {
         var statusObjectId = CoatyUUID.random()
@@ -33,6 +44,8 @@ final class DeviceController: Controller {
         var outputs: [String: OutputDriver] = [:]
         /// The data of the shared objects that output thresholds read, by object name.
         var sharedData: [String: JSONObject] = [:]
+        /// Set by `onStopping`: an output whose line is requested after it goes to its safe state at once.
+        var isStopping = false
         var statusChanges: AsyncStream<Void>.Continuation?
     }
 
@@ -56,8 +69,12 @@ final class DeviceController: Controller {
         let logger = context.logger
         let actorsById = Dictionary(
             manager.ioNodeDefinitions.flatMap(\.ioActors).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
+        let sourcesById = Dictionary(
+            manager.ioNodeDefinitions.flatMap(\.ioSources).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
+        let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
         let (statusChanges, notify) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         state.withLock { state in
+            state.isStopping = false
             state.statusChanges = notify
             state.health = devices.sensors.map { sensor in
                 (sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label, sensor.driver.rawValue, sensor.sources.map(\.ioSourceId), nil)
@@ -85,6 +102,9 @@ final class DeviceController: Controller {
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
             }
+            for source in deviceSourceIds.compactMap({ sourcesById[$0] }) {
+                group.addTask { await self.publishMissedValues(of: source, logger: logger) }
+            }
             group.addTask { await self.advertiseStatus(on: statusChanges, manager: manager, logger: logger) }
             let discovers = manager.observeDiscover()
             group.addTask {
@@ -98,6 +118,7 @@ final class DeviceController: Controller {
 
     /// Outputs go to their safe state before the agent leaves.
     func onStopping(_ context: ControllerContext) async {
+        state.withLock { $0.isStopping = true }
         enterSafeState(context.logger, reason: "the agent stops")
     }
 
@@ -122,12 +143,13 @@ final class DeviceController: Controller {
                 guard let binding = bindings[quantity] else { continue }
                 read[binding.ioSourceId]?.increment()
                 do {
-                    try sources.publish(.json(.number(value)), from: binding.ioSourceId)
+                    try publish(.number(value), from: binding.ioSourceId)
                 } catch {
                     logger.error("cannot publish \(sensor.label) \(quantity.rawValue): \(error)")
                 }
             case .failed(let error):
                 errors.increment()
+                forgetLatest(of: device.sources.map(\.ioSourceId))
                 logger.error("\(sensor.label) fails, retrying with backoff: \(error)")
                 setHealth(of: sensor.label, error: error.description)
             case .recovered(let attempts):
@@ -148,7 +170,7 @@ final class DeviceController: Controller {
                 let line = try GPIOOutput(chip: output.line.chipPath, line: output.line.offset, activeLow: output.activeLow,
                     initiallyActive: output.initial)
                 var driver = try OutputDriver(line: line, logic: output.logic)
-                state.withLock { state in
+                let isStopping = state.withLock { state in
                     // Shared thresholds that arrived while the line was being requested.
                     if case .sharedHysteresis(let thresholds) = output.control, let (on, off) = thresholds.thresholds(state.sharedData),
                         let hysteresis = thresholds.hysteresis(on: on, off: off)
@@ -156,8 +178,14 @@ final class DeviceController: Controller {
                         _ = driver.retune(hysteresis)
                     }
                     state.outputs[output.ioActorId] = driver
+                    return state.isStopping
                 }
                 setHealth(of: label, error: nil)
+                // A stop that came while the line was being requested found no output to put in its safe state.
+                if isStopping {
+                    enterSafeState(of: output.ioActorId, label: label, logger: logger, reason: "the agent stops")
+                    return
+                }
                 break
             } catch {
                 failures += 1
@@ -276,14 +304,52 @@ final class DeviceController: Controller {
                 setHealth(of: label, error: nil)
                 failures = 0
                 for try await value in InputValues(input: input, mapping: device.mapping) {
-                    try sources.publish(.json(value), from: device.ioSourceId)
+                    try publish(value, from: device.ioSourceId)
                 }
             } catch {
                 guard !Task.isCancelled else { return }
+                forgetLatest(of: [device.ioSourceId])
                 failures += 1
                 logger.error("\(label) fails, retrying: \(error)")
                 setHealth(of: label, error: "\(error)")
                 try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+            }
+        }
+    }
+
+    // MARK: - Values
+
+    /// Hands a device's value to the source controller and keeps it as the source's latest. Under the lock, so that a
+    /// value sent on association can never overtake a newer reading.
+    private func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
+        try latest.withLock { latest throws(CoatyError) in
+            let isSent = try sources.publish(.json(value), from: sourceId)
+            latest[sourceId] = LatestValue(value: value, isSent: isSent)
+        }
+    }
+
+    private func forgetLatest(of sourceIds: [String]) {
+        latest.withLock { latest in
+            for id in sourceIds { latest[id] = nil }
+        }
+    }
+
+    /// Each time `source` becomes associated, publishes its latest value unless a reading went out since. The source
+    /// controller has applied the association when its stream reports it, so the value is not dropped again.
+    private func publishMissedValues(of source: IoSource, logger: Logger) async {
+        for await isAssociated in sources.associations(of: source) {
+            do {
+                try latest.withLock { latest throws(CoatyError) in
+                    guard var entry = latest[source.objectId] else { return }
+                    if !isAssociated {
+                        entry.isSent = false
+                    } else if !entry.isSent {
+                        entry.isSent = try sources.publish(.json(entry.value), from: source.objectId)
+                    }
+                    latest[source.objectId] = entry
+                }
+            } catch {
+                logger.error("cannot publish the latest value of \(source.name): \(error)")
             }
         }
     }

@@ -54,14 +54,14 @@ struct Agents: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp("Seconds to wait for the agents' answers.", valueName: "seconds"))
-    var census: Double = 2
+    var census = Seconds(2)
 
     @Flag(help: "One JSON object per agent and line.")
     var json = false
 
     func run() async throws {
         try await perform {
-            let census = Duration.seconds(self.census)
+            let census = self.census.duration
             let entries = try await connection.withSession(censusTimeout: census) { session in
                 await AgentCensus.take(session, duration: census)
             }
@@ -85,14 +85,14 @@ struct Context: AsyncParsableCommand {
         var context: String?
 
         @Option(help: ArgumentHelp("Seconds to wait for the routers' answers.", valueName: "seconds"))
-        var timeout: Double = 2
+        var timeout = Seconds(2)
 
         @Flag(help: "Each context as one JSON object per line.")
         var json = false
 
         func run() async throws {
             try await perform {
-                let (name, timeout) = (context, Duration.seconds(self.timeout))
+                let (name, timeout) = (context, self.timeout.duration)
                 let contexts = try await connection.withSession { session in
                     await ContextCommands.discover(session, name: name, timeout: timeout)
                 }
@@ -125,7 +125,7 @@ struct Context: AsyncParsableCommand {
         var context: String?
 
         @Option(help: ArgumentHelp("Seconds to wait for the context and for the router's answer.", valueName: "seconds"))
-        var timeout: Double = 3
+        var timeout = Seconds(3)
 
         func validate() throws {
             if let refusal = ContextCommands.refusal(forKey: key) { throw ValidationError(refusal) }
@@ -133,7 +133,7 @@ struct Context: AsyncParsableCommand {
 
         func run() async throws {
             try await perform {
-                let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), Duration.seconds(self.timeout))
+                let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), self.timeout.duration)
                 let line = try await connection.withSession { session -> String in
                     let contexts = await ContextCommands.discover(session, name: name, timeout: timeout)
                     guard let target = contexts.first else {

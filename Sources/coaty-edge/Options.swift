@@ -32,7 +32,7 @@ struct ConnectionOptions: ParsableArguments {
     var config: String?
 
     @Option(help: ArgumentHelp("Seconds to wait for the broker to accept the connection.", valueName: "seconds"))
-    var connectTimeout: Double = 5
+    var connectTimeout = Seconds(5)
 
     @Option(help: "Log level of the client's own messages (trace, debug, info, notice, warning, error, critical).")
     var logLevel: LogLevelArgument = .warning
@@ -57,12 +57,29 @@ struct ConnectionOptions: ParsableArguments {
     ) async throws -> T {
         AgentRunner.bootstrapLogging(level: logLevel.level)
         let session = ClientSession(options: try settings.communicationOptions(), censusTimeout: censusTimeout)
-        return try await session.run(connectTimeout: .seconds(connectTimeout), body)
+        return try await session.run(connectTimeout: connectTimeout.duration, body)
+    }
+}
+
+/// A wait on the command line, in seconds: a finite number above zero, at most a day. `Duration.seconds(_: Double)`
+/// traps on infinity, NaN and numbers beyond its range, and "inf" and "nan" parse as Doubles: check first.
+struct Seconds: ExpressibleByArgument, Sendable {
+    static let maximum = 86_400.0
+    let value: Double
+
+    init(_ value: Double) {
+        precondition(value.isFinite && value > 0 && value <= Self.maximum, "a wait of \(value) s")
+        self.value = value
     }
 
-    func validate() throws {
-        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+    init?(argument: String) {
+        guard let value = Double(argument), value.isFinite, value > 0, value <= Self.maximum else { return nil }
+        self.value = value
     }
+
+    var duration: Duration { .seconds(value) }
+
+    var defaultValueDescription: String { "\(value)" }
 }
 
 enum LogLevelArgument: String, ExpressibleByArgument, CaseIterable {

@@ -30,14 +30,14 @@ struct Rules: AsyncParsableCommand {
         @OptionGroup var connection: ConnectionOptions
 
         @Option(help: ArgumentHelp("Seconds to wait for the routers' answers.", valueName: "seconds"))
-        var timeout: Double = 2
+        var timeout = Seconds(2)
 
         @Flag(help: "One JSON object per router and line.")
         var json = false
 
         func run() async throws {
             try await perform {
-                let timeout = Duration.seconds(self.timeout)
+                let timeout = self.timeout.duration
                 let answers = try await connection.withSession { session in
                     try await RouterReport.collect(session, timeout: timeout)
                 }

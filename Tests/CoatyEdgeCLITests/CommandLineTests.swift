@@ -77,6 +77,38 @@ import Testing
         #expect(usage.status == 64)
     }
 
+    @Test func everySubcommandHasHelp() async throws {
+        let subcommands = [
+            "run", "observe", "agents", "rules", "rules check", "rules show", "context", "context get", "context set",
+            "config", "config check",
+        ]
+        for subcommand in subcommands {
+            let words = subcommand.split(separator: " ").map(String.init)
+            let help = try await Executable.run(words + ["--help"])
+            #expect(help.status == 0, "\(subcommand): \(help.errors)")
+            #expect(help.output.hasPrefix("OVERVIEW: "), "\(subcommand): \(help.output)")
+            #expect(help.output.contains("USAGE: coaty-edge \(subcommand) "), "\(subcommand): \(help.output)")
+        }
+        let top = try await Executable.run(["--help"])
+        #expect(top.status == 0)
+        for subcommand in ["run", "observe", "agents", "rules", "context", "config"] {
+            #expect(top.output.contains("\n  \(subcommand) "), "\(subcommand) missing from: \(top.output)")
+        }
+    }
+
+    /// "inf" and "nan" parse as numbers; a wait made of one used to crash the client when it became a Duration.
+    @Test(arguments: [
+        ["agents", "--census", "inf"], ["agents", "--census=nan"], ["agents", "--census", "0"],
+        ["agents", "--connect-timeout", "1e300"], ["context", "get", "--timeout=-1"], ["rules", "show", "--timeout", "inf"],
+        ["context", "set", "operatingState", "normal", "--timeout", "nan"],
+    ])
+    func waitsMustBeFiniteAndPositive(arguments: [String]) async throws {
+        let port = try freeLoopbackPort()
+        let result = try await Executable.run(arguments + ["--broker", "mqtt://127.0.0.1:\(port)"])
+        #expect(result.status == 64, "\(result.errors)")
+        #expect(result.errors.contains("is invalid for '--"), "\(result.errors)")
+    }
+
     // MARK: - The agent and the clients on a broker
 
     /// `run` on emulated hardware: systemd hears READY=1, `observe --json` sees the values it publishes, the metrics
@@ -111,6 +143,25 @@ import Testing
         let first = try await readCounter(port: metricsPort)
         try await waitUntil("the read counter to grow") { try await readCounter(port: metricsPort) > first }
 
+        // Every family the agent promises is there, per source where it counts per source. A malformed message on a
+        // topic the agent listens to (every agent answers Discover) is counted as rejected.
+        let source = "{source=\"\(Agents.sourceId)\"}"
+        let published = try await scrape(port: metricsPort)
+        for name in ["values_read_total", "values_published_total", "values_routed_total"] {
+            #expect((published["coaty_edge_\(name)\(source)"] ?? 0) > 0, "coaty_edge_\(name) in \(published)")
+        }
+        #expect(published["coaty_edge_values_dropped_total\(source)"] != nil, "\(published)")
+        #expect(published["coaty_edge_sensor_errors_total{sensor=\"TMP102 at 0x48 on /dev/i2c-1\"}"] == 0, "\(published)")
+        #expect(published["coaty_edge_reconnects_total"] == 0, "\(published)")
+        #expect(published["coaty_edge_messages_rejected_total"] == 0, "\(published)")
+        let malformed = try await Command(
+            "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "coaty/3/-/DSC/intruder/1", "-m", "{not json"
+        ).run(timeout: .seconds(20))
+        #expect(malformed.status == 0, "\(malformed.errors)")
+        try await waitUntil("the rejected counter to count the malformed message") {
+            try await scrape(port: metricsPort)["coaty_edge_messages_rejected_total"] == 1
+        }
+
         let stopped = try await sensors.stop(with: SIGTERM, within: .seconds(20))
         #expect(stopped.status == 0, "\(stopped.errors)")
         #expect(try await notify.receive() == "STOPPING=1")
@@ -125,6 +176,34 @@ import Testing
         for child in [observe, actor, router] {
             #expect(try await child.stop(with: SIGTERM).status == 0)
         }
+        try await broker.stop()
+    }
+
+    /// SIGTERM drives the outputs to their safe state before the agent leaves: a relay configured off with safe state
+    /// on is switched on, as the agent's log says, and the agent exits 0.
+    @Test(.emulatedHardware) func sigtermPutsTheOutputsInTheirSafeState() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let config = try scratch.write("relay.json", """
+            {
+              "common": {"agentIdentity": {"name": "Relay"}, "ioContextNodes": {"Board": {"ioActors": [
+                {"objectId": "relay", "name": "Fan relay", "valueType": "coaty-edge.Switch"}]}}},
+              "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"},
+              "devices": {"emulated": true, "outputs": [
+                {"driver": "gpio-output", "ioActor": "relay", "chip": "gpiochip0", "line": 17, "initial": "off", "safeState": "on"}]}
+            }
+            """)
+        let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify").path)
+        let agent = try await Executable.start(["run", "--config", config], environment: ["NOTIFY_SOCKET": notify.name])
+        #expect(try await notify.receive() == "READY=1")
+        let stopped = try await agent.stop(with: SIGTERM, within: .seconds(20))
+        #expect(stopped.status == 0, "\(stopped.errors)")
+        let lines = stopped.errors.split(separator: "\n")
+        let safe = lines.firstIndex { $0.hasSuffix(" notice coaty.controller.Devices: GPIO output line 17 of gpiochip0 to its safe state (on): the agent stops") }
+        let stoppedLine = lines.firstIndex { $0.hasSuffix(" info coaty-edge.Relay: agent Relay stopped") }
+        #expect(safe != nil, "\(stopped.errors)")
+        #expect(stoppedLine != nil, "\(stopped.errors)")
+        if let safe, let stoppedLine { #expect(safe < stoppedLine) }
         try await broker.stop()
     }
 
@@ -185,6 +264,140 @@ import Testing
         try await broker.stop()
     }
 
+    /// The log level comes from the configuration's logging.level, and --log-level overrides it.
+    @Test func logLevelFromTheConfigurationAndTheFlag() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let config = try scratch.write(
+            "actor.json",
+            Agents.actor(
+                broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal",
+                extra: #", "logging": {"level": "warning"}"#))
+
+        func runUntilReady(_ extra: [String]) async throws -> CommandResult {
+            let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify-\(extra.count)").path)
+            let agent = try await Executable.start(["run", "--config", config] + extra, environment: ["NOTIFY_SOCKET": notify.name])
+            #expect(try await notify.receive() == "READY=1")
+            let result = try await agent.stop(with: SIGTERM, within: .seconds(20))
+            #expect(result.status == 0, "\(result.errors)")
+            return result
+        }
+
+        let quiet = try await runUntilReady([])
+        #expect(!quiet.errors.contains(" info "), "\(quiet.errors)")
+        #expect(!quiet.errors.contains(" debug "), "\(quiet.errors)")
+
+        let chatty = try await runUntilReady(["--log-level", "debug"])
+        #expect(chatty.errors.contains(" info coaty-edge.Normal: agent Normal ("), "\(chatty.errors)")
+        #expect(chatty.errors.contains(" debug coaty.communication: leaving: Deadvertise sent, disconnecting cleanly\n"), "\(chatty.errors)")
+        try await broker.stop()
+    }
+
+    /// observe's filters by source, value type and context, each on its own against the same agents: only the
+    /// observers whose filters admit the Boiler print its values.
+    @Test(.emulatedHardware) func observeFiltersBySourceValueTypeAndContext() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        try scratch.write("rules/rules.json", Agents.rules)
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        let filters: [(arguments: [String], admitsBoiler: Bool)] = [
+            (["--source", "Boiler"], true),
+            (["--source", Agents.sourceId, "--value-type", "coaty-edge.Temperature[Celsius]"], true),
+            (["--context", Agents.contextName], true),
+            (["--source", "Cellar"], false),
+            (["--value-type", "coaty-edge.Humidity[Percent]"], false),
+            (["--context", "Greenhouse"], false),
+        ]
+        var observers: [CoatyTestSupport.ChildProcess] = []
+        for filter in filters {
+            observers.append(try await Executable.start(["observe", "--json"] + filter.arguments + url))
+        }
+        var agents: [CoatyTestSupport.ChildProcess] = []
+        for (name, config) in [
+            ("router", Agents.router(broker: broker.port, rules: "rules")),
+            ("normal", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
+            ("sensors", Agents.sensors(broker: broker.port)),
+        ] {
+            agents.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
+        }
+
+        // Once every admitting observer has printed several values, those that do not admit the Boiler had the time
+        // to print some too: the agents joined, and the sensor publishes every 200 ms.
+        for (observer, filter) in zip(observers, filters) where filter.admitsBoiler {
+            let value = try await observer.line(containing: #""event":"value""#, within: .seconds(30))
+            #expect(jsonLines(value).first?["sourceId"] as? String == Agents.sourceId)
+        }
+        for (observer, filter) in zip(observers, filters) where filter.admitsBoiler {
+            try await waitUntil("\(filter.arguments) to print five values") {
+                jsonLines(observer.output.text).filter { $0["event"] as? String == "value" }.count >= 5
+            }
+        }
+        for (observer, filter) in zip(observers, filters) {
+            let result = try await observer.stop(with: SIGTERM)
+            #expect(result.status == 0)
+            let events = jsonLines(result.output)
+            #expect(events.contains { $0["event"] as? String == "agentJoined" }, "\(filter.arguments): \(result.output)")
+            let values = events.filter { $0["event"] as? String == "value" }
+            #expect(values.isEmpty != filter.admitsBoiler, "\(filter.arguments): \(values.count) values")
+        }
+        for agent in agents {
+            #expect(try await agent.stop(with: SIGTERM).status == 0)
+        }
+        try await broker.stop()
+    }
+
+    /// A sensor that stops answering, seen from outside: the agent logs the failure and the recovery, observe reports
+    /// the device status going to failing and back to ok, and agents lists the failing device with its error. The
+    /// thermal zone is a sysfs file the test removes and writes again.
+    @Test func aFailingSensorShowsInTheLogObserveAndAgentsAndRecovers() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let zone = "sys/class/thermal/thermal_zone0"
+        try scratch.write("\(zone)/type", "cpu-thermal\n")
+        let temperature = try scratch.write("\(zone)/temp", "45000\n")
+        let config = try scratch.write("soc.json", """
+            {
+              "common": {"agentIdentity": {"name": "SoC"}, "ioContextNodes": {"Board": {"ioSources": [
+                {"objectId": "soc", "name": "SoC temperature", "valueType": "coaty-edge.Temperature[Celsius]"}]}}},
+              "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"},
+              "devices": {"sysfsRoot": "\(scratch.url.appendingPathComponent("sys").path)", "sensors": [
+                {"driver": "thermal", "zone": 0, "pollInterval": "100ms", "retry": {"min": "100ms", "max": "200ms"},
+                 "sources": {"temperature": {"ioSource": "soc"}}}]}
+            }
+            """)
+        let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
+        let observe = try await Executable.start(["observe", "--json"] + url)
+        let agent = try await Executable.start(["run", "--config", config])
+
+        /// The states of the SoC zone in the device status events observe printed, in order.
+        func states() -> [String] {
+            jsonLines(observe.output.text).filter { $0["event"] as? String == "deviceStatus" }.compactMap { event in
+                ((event["devices"] as? [[String: Any]])?.first { $0["label"] as? String == "thermal zone 0 (cpu-thermal)" })?["state"]
+                    as? String
+            }
+        }
+        try await waitUntil("observe to report the zone ok") { states().contains("ok") }
+
+        try FileManager.default.removeItem(atPath: temperature)
+        try await waitUntil("observe to report the zone failing") { states().last == "failing" }
+        let failing = try await Executable.run(["agents", "--json", "--census", "1"] + url)
+        let devices = try #require(jsonLines(failing.output).first?["devices"] as? [[String: Any]])
+        #expect(devices.first?["state"] as? String == "failing")
+        #expect(devices.first?["error"] as? String == "no device: \(temperature)")
+
+        try scratch.write("\(zone)/temp", "46500\n")
+        try await waitUntil("observe to report the zone ok again") { states().suffix(2) == ["failing", "ok"] }
+
+        let stopped = try await agent.stop(with: SIGTERM)
+        #expect(stopped.status == 0)
+        #expect(stopped.errors.contains(
+            " error coaty.controller.Devices: thermal zone 0 (cpu-thermal) fails, retrying with backoff: no device: \(temperature)\n"),
+            "\(stopped.errors)")
+        #expect(stopped.errors.contains(" notice coaty.controller.Devices: thermal zone 0 (cpu-thermal) answers again after "), "\(stopped.errors)")
+        #expect(try await observe.stop(with: SIGTERM).status == 0)
+        try await broker.stop()
+    }
+
     /// `agents` lists a running agent with its IO nodes and device status; killed with SIGKILL, it is gone: the
     /// broker publishes its last will, which `observe` reports, and the next `agents` does not list it.
     @Test(.emulatedHardware) func agentsListsAnAgentUntilItIsKilled() async throws {
@@ -223,6 +436,19 @@ import Testing
         #expect(try await observe.stop(with: SIGTERM).status == 0)
         try await broker.stop()
     }
+}
+
+/// The samples of the agent's metrics endpoint, by name and labels as written (`name{label="value"}`).
+private func scrape(port: Int) async throws -> [String: Double] {
+    let response = try await httpExchange(port: port, request: "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    guard response.hasPrefix("HTTP/1.1 200 OK") else { throw SocketError("metrics answered: \(response)") }
+    let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    var samples: [String: Double] = [:]
+    for line in body.split(separator: "\n") where !line.hasPrefix("#") {
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+        samples[String(line[..<space])] = value
+    }
+    return samples
 }
 
 /// The sum of `coaty_edge_values_read_total` from the agent's metrics endpoint.

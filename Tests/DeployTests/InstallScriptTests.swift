@@ -82,6 +82,38 @@ struct InstallScriptTests {
         }
     }
 
+    /// The build needs the headers and libraries of every C library target in Package.swift (CUMockDev too: the agent
+    /// links the emulation for "emulated": true), so install.sh must install each one's Debian package. Which package
+    /// that is, this machine's dpkg says; which ones install.sh installs, its dry run says.
+    @Test("install.sh installs the package of every C library the build uses", .enabled(if: Deploy.has("dpkg", "pkg-config")))
+    func installsEveryBuildDependency() async throws {
+        let manifest = try String(contentsOf: Deploy.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let modules = manifest.matches(of: /pkgConfig: "([^"]+)"/).map { String($0.output.1) }
+        #expect(Set(modules) == ["libmosquitto", "libgpiod", "umockdev-1.0"])
+        var files: [String] = []
+        for module in modules {
+            let found = try await Command("pkg-config", "--path", module).run()
+            try #require(found.succeeded, "\(module): \(found.errors)")
+            files.append(found.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        files.append("/usr/include/i2c/smbus.h")  // CI2C: libi2c has no .pc file
+        var needed: Set<String> = []
+        for file in files {
+            let owner = try await Command("dpkg", "-S", file).run()
+            try #require(owner.succeeded, "\(file): \(owner.errors)")
+            needed.insert(String(owner.output.prefix { $0 != ":" }))
+        }
+        #expect(needed == ["libmosquitto-dev", "libgpiod-dev", "libumockdev-dev", "libi2c-dev"])
+
+        let swift = try FakeSwift()
+        let root = try makeTargetRoot()
+        let result = try await install(["--dry-run", "--root", root.path], path: swift.path)
+        #expect(result.succeeded, "\(result.output)\(result.errors)")
+        let line = try #require(result.outputLines.first { $0.contains("the target needs: ") }, "\(result.output)")
+        let installed = Set(line.components(separatedBy: "the target needs: ")[1].split(separator: " ").map(String.init))
+        #expect(needed.subtracting(installed).isEmpty, "install.sh does not install \(needed.subtracting(installed).sorted())")
+    }
+
     @Test("--dry-run against this machine's / also runs without root", .enabled(if: Deploy.isRoot))
     func dryRunOnTheLiveSystem() async throws {
         let swift = try FakeSwift()

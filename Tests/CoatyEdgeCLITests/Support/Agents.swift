@@ -39,7 +39,7 @@ enum Agents {
         """
     }
 
-    static func actor(broker: Int, state: String, id: String, name: String) -> String {
+    static func actor(broker: Int, state: String, id: String, name: String, extra: String = "") -> String {
         """
         {
           "common": {
@@ -48,7 +48,7 @@ enum Agents {
               "ioActors": [{"objectId": "\(id)", "name": "\(name) display", "valueType": "coaty-edge.Temperature[Celsius]"}],
               "characteristics": {"isResponsibleForOperatingState": "\(state)"}}}
           },
-          "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker)"}
+          "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker)"}\(extra)
         }
         """
     }
