@@ -39,12 +39,15 @@ public enum ContextCommands {
     }
 
     /// Sends an Update of the whole context with `key` set to `value`, keeping the `contextVersion` it was read with
-    /// so that the router refuses it if the context changed in between, and waits for the router's Complete.
+    /// (or `expectedVersion`) so that the router refuses it if the context changed since, and waits for the router's
+    /// Complete.
     public static func set(
-        _ session: ClientSession, context: IoContext, key: String, value: JSONValue, timeout: Duration
+        _ session: ClientSession, context: IoContext, key: String, value: JSONValue, expectedVersion: Int? = nil,
+        timeout: Duration
     ) async throws -> Outcome {
         var updated = context
         updated[key] = value
+        if let expectedVersion { updated[IoRouter.versionProperty] = .number(Double(expectedVersion)) }
         for await complete in try session.manager.publishUpdate(UpdateEvent(object: updated.object), timeout: timeout) {
             if let reason = complete.event.privateData?["refused"]?.stringValue {
                 return .refused(reason)

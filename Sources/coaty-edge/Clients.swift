@@ -110,7 +110,8 @@ struct Context: AsyncParsableCommand {
             discussion: """
                 VALUE is read as JSON if it is valid JSON (21.5, true, "emergency", {"a": 1}), else taken as a string. \
                 The whole context is sent as an Update with the contextVersion it was read with, so a change made by \
-                someone else in between is refused. Prints the new version, or why the router refused (exit 1).
+                someone else in between is refused; --expected-version N refuses it unless the context is still at \
+                version N. Prints the new version, or why the router refused (exit 1).
                 """)
 
         @OptionGroup var connection: ConnectionOptions
@@ -124,16 +125,21 @@ struct Context: AsyncParsableCommand {
         @Option(help: "The IO context's name; needed when several contexts answer.")
         var context: String?
 
+        @Option(help: ArgumentHelp("Change it only if it is still at this version.", valueName: "N"))
+        var expectedVersion: Int?
+
         @Option(help: ArgumentHelp("Seconds to wait for the context and for the router's answer.", valueName: "seconds"))
         var timeout = Seconds(3)
 
         func validate() throws {
             if let refusal = ContextCommands.refusal(forKey: key) { throw ValidationError(refusal) }
+            if let expectedVersion, expectedVersion < 0 { throw ValidationError("--expected-version must not be negative") }
         }
 
         func run() async throws {
             try await perform {
                 let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), self.timeout.duration)
+                let expectedVersion = self.expectedVersion
                 let line = try await connection.withSession { session -> String in
                     let contexts = await ContextCommands.discover(session, name: name, timeout: timeout)
                     guard let target = contexts.first else {
@@ -143,7 +149,9 @@ struct Context: AsyncParsableCommand {
                         let names = contexts.map { "\($0.name) (\($0.objectId))" }.joined(separator: ", ")
                         throw CommandFailure(.usage, "several IO contexts answered: \(names); choose one with --context")
                     }
-                    switch try await ContextCommands.set(session, context: target, key: key, value: value, timeout: timeout) {
+                    switch try await ContextCommands.set(
+                        session, context: target, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
+                    {
                     case .completed(let updated):
                         return "\(updated.name): \(key) = \(value.serialized()) (version \(ContextCommands.version(of: updated)))\n"
                     case .refused(let reason):

@@ -17,7 +17,7 @@ import Testing
     @Test func changingASharedSetpointSwitchesTheOutputAtOnce() async throws {
         let broker = try await TestBroker.started()
         let hardware = try EmulatedHardware()
-        let gpio = try hardware.addGPIOChip(92, lines: 8)
+        let gpio = try hardware.addGPIOChip(93, lines: 8)
         let sysfs = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-shared-fan-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: sysfs) }
         let zone = sysfs.appendingPathComponent("class/thermal/thermal_zone0")
@@ -33,7 +33,7 @@ import Testing
               "devices": {
                 "sysfsRoot": "\#(sysfs.path)",
                 "sensors": [{"driver": "thermal", "zone": 0, "pollInterval": "100ms", "sources": {"temperature": {"ioSource": "soc"}}}],
-                "outputs": [{"driver": "gpio-output", "ioActor": "fan", "chip": "gpiochip92", "line": 2, "initial": "off",
+                "outputs": [{"driver": "gpio-output", "ioActor": "fan", "chip": "gpiochip93", "line": 2, "initial": "off",
                              "hysteresis": {"onAbove": {"shared": "setpoints.fanOn", "default": 60},
                                             "offBelow": {"shared": "setpoints.fanOff", "default": 55}}}]
               }

@@ -254,6 +254,14 @@ import Testing
         #expect(get.outputLines.first?.hasPrefix("TemperatureMeasurement  version 1  (objectId 55555555-5555-4555-8555-555555555555, router ") == true)
         #expect(get.outputLines.dropFirst().first == "  operatingState: \"emergency\"")
 
+        // A change made as of an older version is refused by the router, and the command says why.
+        let stale = try await Executable.run(
+            ["context", "set", "operatingState", "normal", "--expected-version", "0", "--context", Agents.contextName] + url)
+        #expect(stale.status == 1)
+        #expect(stale.errors == "coaty-edge: TemperatureMeasurement: the router refused the update: stale version 0; the current version is 1\n")
+        #expect(try await Executable.run(["context", "get", "--context", Agents.contextName] + url).outputLines.dropFirst().first
+            == "  operatingState: \"emergency\"")
+
         let unknown = try await Executable.run(["context", "get", "--context", "Nowhere", "--timeout", "0.5"] + url)
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("no IO context named Nowhere answered"))
