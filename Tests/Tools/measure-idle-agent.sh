@@ -8,24 +8,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-sysfs}
 seconds=${2:-60}
-cd "$repo"
-swift build -c release --product coaty-edge >/dev/null
-bin="$(swift build -c release --product coaty-edge --show-bin-path)/coaty-edge"
-
-work=$(mktemp -d -t coaty-edge-idle-XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    wait "${pids[@]}" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n' "$port" >"$work/mosquitto.conf"
-mosquitto -c "$work/mosquitto.conf" >/dev/null 2>&1 &
-pids+=($!)
-sleep 0.5
+name=idle
+# shellcheck source=Tests/Tools/measurement-broker.sh
+source "$repo/Tests/Tools/measurement-broker.sh"
 
 sources="" sensors=""
 for index in 0 1 2 3 4; do

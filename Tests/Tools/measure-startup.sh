@@ -12,24 +12,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-sysfs}
 runs=${2:-5}
 [[ $mode == sysfs || $mode == emulated ]] || { echo "usage: $0 [sysfs|emulated] [RUNS]" >&2; exit 64; }
-cd "$repo"
-swift build -c release --product coaty-edge >/dev/null
-bin="$(swift build -c release --product coaty-edge --show-bin-path)/coaty-edge"
-
-work=$(mktemp -d -t coaty-edge-startup-XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    wait "${pids[@]}" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n' "$port" >"$work/mosquitto.conf"
-mosquitto -c "$work/mosquitto.conf" >/dev/null 2>&1 &
-pids+=($!)
-sleep 0.5
+name=startup
+# shellcheck source=Tests/Tools/measurement-broker.sh
+source "$repo/Tests/Tools/measurement-broker.sh"
 
 mkdir -p "$work/sys/class/thermal/thermal_zone0"
 echo 48312 >"$work/sys/class/thermal/thermal_zone0/temp"
