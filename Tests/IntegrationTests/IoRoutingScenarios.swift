@@ -276,7 +276,11 @@ struct IoRoutingScenarios {
             #expect(try sending.publishIoValue(value, of: point))
         }
 
-        try await poll { routerAgent.communicationManager.communicationState == .online }
+        // The Associates are QoS 0: the agents they address must have subscribed to them at the broker.
+        for container in [sourceAgent, actorAgent, routerAgent] {
+            try await poll { container.communicationManager.communicationState == .online }
+            try await brokerSync(container.communicationManager)
+        }
         try await associate(source, true)
         try await associate(garbage, true)
         try await brokerSync(actorAgent.communicationManager)
@@ -350,7 +354,11 @@ struct IoRoutingScenarios {
         let sampledRates = Recorder(sources.updateRates(of: sampled))
         let debouncedRates = Recorder(sources.updateRates(of: debounced))
         for container in [sourceAgent, actorAgent, routerAgent] { container.start() }
-        try await poll { routerAgent.communicationManager.communicationState == .online }
+        // The Associates are QoS 0: the agents they address must have subscribed to them at the broker.
+        for container in [sourceAgent, actorAgent, routerAgent] {
+            try await poll { container.communicationManager.communicationState == .online }
+            try await brokerSync(container.communicationManager)
+        }
 
         func associate(rate: Double?) async throws {
             for (source, actor) in [(sampled, sampleDisplay), (debounced, debounceDisplay)] {
