@@ -25,12 +25,7 @@ struct HostedSharedObject: Sendable {
             return .refused(.notAllowed, "shared object \(name) is read-only: only its host may change it")
         }
         guard let key = request.key else { return .deleted }
-        let expectedVersion: Int? =
-            switch request {
-            case .set(_, _, let expected), .delete(_, let expected): expected
-            case .deleteObject: nil
-            }
-        if let expectedVersion, expectedVersion != state.version {
+        if let expectedVersion = request.expectedVersion, expectedVersion != state.version {
             return .refused(
                 .staleVersion, "stale version \(expectedVersion) of shared object \(name); the current version is \(state.version)")
         }

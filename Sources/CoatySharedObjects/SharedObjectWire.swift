@@ -183,6 +183,13 @@ public enum SharedObjectRequest: Sendable, Hashable {
         if case .set(_, let value, _) = self { return value }
         return nil
     }
+
+    public var expectedVersion: Int? {
+        switch self {
+        case .set(_, _, let expectedVersion), .delete(_, let expectedVersion): expectedVersion
+        case .deleteObject: nil
+        }
+    }
 }
 
 /// A message sent to a shared object, as it travels on the channel.

@@ -32,6 +32,13 @@ public final class SharedObjects: Sendable {
         /// Messages this agent sent, by message objectId, until their echo arrives or the wait ends.
         var echoes: [String: Echo] = [:]
         var nextId = 0
+
+        /// Stops hosting an object and remembers it as deleted.
+        mutating func forget(_ objectId: String) {
+            hosted[objectId] = nil
+            deletedIds.append(objectId)
+            if deletedIds.count > SharedObjects.deletedIdsKept { deletedIds.removeFirst() }
+        }
     }
 
     static let deletedIdsKept = 1024
@@ -70,6 +77,10 @@ public final class SharedObjects: Sendable {
     /// Hosts an object unless this agent already hosts one of that name (whose snapshot it then returns).
     @discardableResult
     public func host(_ definition: SharedObjectDefinition) async throws(SharedObjectFailure) -> SharedSnapshot {
+        try await hostedState(definition).snapshot
+    }
+
+    private func hostedState(_ definition: SharedObjectDefinition) async throws(SharedObjectFailure) -> SharedObjectState {
         guard CoatyName.isValid(definition.name) else { throw Self.invalidName(definition.name) }
         let created = state.withLock { state -> (isNew: Bool, HostedSharedObject) in
             if let existing = state.hosted.values.first(where: { $0.state.name == definition.name }) { return (false, existing) }
@@ -87,7 +98,7 @@ public final class SharedObjects: Sendable {
             // Offline, coming online advertises it with the others.
             if manager.communicationState == .online { await advertise(created.1.state) }
         }
-        return created.1.state.snapshot
+        return created.1.state.withoutChange
     }
 
     private func advertise(_ object: SharedObjectState) async {
@@ -130,7 +141,7 @@ public final class SharedObjects: Sendable {
         switch ifMissing {
         case .create:
             do {
-                absorb(try await host(SharedObjectDefinition(name: name)).state(named: name), into: [id])
+                absorb(try await hostedState(SharedObjectDefinition(name: name)), into: [id])
             } catch {
                 disconnect(id)
                 throw error
@@ -155,20 +166,21 @@ public final class SharedObjects: Sendable {
     }
 
     private func absorb(_ received: SharedObjectState, into ids: [Int]? = nil) {
+        updateReplicas(ids) { $0.absorb(received) }
+    }
+
+    /// Applies `change` to the replicas `ids` (all when nil) and hands on the events it makes of each.
+    private func updateReplicas(_ ids: [Int]?, _ change: (inout SharedReplica) -> [SharedObjectEvent]) {
         let deliveries = state.withLock { state in
             var deliveries: [(ObservationStream<SharedObjectEvent>.Continuation, [SharedObjectEvent])] = []
             for id in ids ?? Array(state.replicas.keys) {
                 guard var entry = state.replicas[id] else { continue }
-                let events = entry.replica.absorb(received)
+                let events = change(&entry.replica)
                 state.replicas[id] = entry
                 if !events.isEmpty { deliveries.append((entry.events, events)) }
             }
             return deliveries
         }
-        deliver(deliveries)
-    }
-
-    private func deliver(_ deliveries: [(ObservationStream<SharedObjectEvent>.Continuation, [SharedObjectEvent])]) {
         for (continuation, events) in deliveries {
             for event in events {
                 continuation.yield(event)
@@ -350,24 +362,14 @@ public final class SharedObjects: Sendable {
     }
 
     private func deadvertised(_ objectIds: [String]) {
-        let deliveries = state.withLock { state in
-            var deliveries: [(ObservationStream<SharedObjectEvent>.Continuation, [SharedObjectEvent])] = []
-            for (id, var entry) in state.replicas {
-                let events = entry.replica.deadvertised(objectIds)
-                guard !events.isEmpty else { continue }
-                state.replicas[id] = entry
-                deliveries.append((entry.events, events))
-            }
-            return deliveries
-        }
-        deliver(deliveries)
+        updateReplicas(nil) { $0.deadvertised(objectIds) }
     }
 
     private func received(_ message: ReceivedEvent<ChannelEvent>) {
         for object in message.event.objects {
             guard let sent = SharedMessageObject(object) else { continue }
             let continuations = state.withLock { state in
-                if state.hosted[sent.objectId] != nil { state.hosted[sent.objectId]?.lastActivity = timing.now() }
+                state.hosted[sent.objectId]?.lastActivity = timing.now()
                 return state.replicas.values.filter { $0.replica.accepts(messageTo: sent.objectId) }.map(\.events)
             }
             let delivered = SharedObjectEvent.message(SharedMessage(message: sent.message, senderId: message.sourceId))
@@ -388,15 +390,7 @@ public final class SharedObjects: Sendable {
             for (name, ids) in connected {
                 group.addTask {
                     guard !(await self.discover(name, for: ids)) else { return }
-                    let deliveries = self.state.withLock { state in
-                        ids.compactMap { id -> (ObservationStream<SharedObjectEvent>.Continuation, [SharedObjectEvent])? in
-                            guard var entry = state.replicas[id] else { return nil }
-                            let events = entry.replica.unanswered()
-                            state.replicas[id] = entry
-                            return events.isEmpty ? nil : (entry.events, events)
-                        }
-                    }
-                    self.deliver(deliveries)
+                    self.updateReplicas(ids) { $0.unanswered() }
                 }
             }
         }
@@ -436,9 +430,7 @@ public final class SharedObjects: Sendable {
                 state.hosted[object.objectId] = hosted
                 return .changed(hosted.state)
             case .deleted:
-                state.hosted[object.objectId] = nil
-                state.deletedIds.append(object.objectId)
-                if state.deletedIds.count > Self.deletedIdsKept { state.deletedIds.removeFirst() }
+                state.forget(object.objectId)
                 return .deleted(hosted.state.withoutChange)
             case .refused(let reason, let message):
                 return .refused(hosted.state.withoutChange.object, reason, message)
@@ -479,12 +471,8 @@ public final class SharedObjects: Sendable {
             }
             let now = timing.now()
             let expired = state.withLock { state in
-                let expired = state.hosted.values.filter { ($0.expiryDeadline ?? .seconds(Int64.max)) <= now }.map(\.state)
-                for object in expired {
-                    state.hosted[object.objectId] = nil
-                    state.deletedIds.append(object.objectId)
-                }
-                if state.deletedIds.count > Self.deletedIdsKept { state.deletedIds.removeFirst(state.deletedIds.count - Self.deletedIdsKept) }
+                let expired = state.hosted.values.filter { $0.expiryDeadline.map { $0 <= now } ?? false }.map(\.state)
+                for object in expired { state.forget(object.objectId) }
                 return expired
             }
             for object in expired {
@@ -541,11 +529,5 @@ extension SharedObjectState {
         var copy = self
         copy.change = nil
         return copy
-    }
-}
-
-extension SharedSnapshot {
-    func state(named name: String) -> SharedObjectState {
-        SharedObjectState(objectId: objectId, name: name, hostId: hostId, version: version, data: data)
     }
 }
