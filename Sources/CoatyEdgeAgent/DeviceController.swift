@@ -172,9 +172,7 @@ final class DeviceController: Controller {
                 var driver = try OutputDriver(line: line, logic: output.logic)
                 let isStopping = state.withLock { state in
                     // Shared thresholds that arrived while the line was being requested.
-                    if case .sharedHysteresis(let thresholds) = output.control, let (on, off) = thresholds.thresholds(state.sharedData),
-                        let hysteresis = thresholds.hysteresis(on: on, off: off)
-                    {
+                    if case .sharedHysteresis(let thresholds) = output.control, let hysteresis = thresholds.hysteresis(state.sharedData) {
                         _ = driver.retune(hysteresis)
                     }
                     state.outputs[output.ioActorId] = driver

@@ -311,8 +311,7 @@ private struct DevicesParser {
             let relation = fan ? "below" : "above"
             throw offCursor.error("must be \(relation) \(onKey), \(JSONValue.number(on)), to leave a band between them")
         }
-        guard shared.sharedObjectNames.isEmpty, let (on, off) = shared.thresholds([:]), let fixed = shared.hysteresis(on: on, off: off)
-        else { return .sharedHysteresis(shared) }
+        guard shared.sharedObjectNames.isEmpty, let fixed = shared.hysteresis([:]) else { return .sharedHysteresis(shared) }
         return .hysteresis(fixed)
     }
 

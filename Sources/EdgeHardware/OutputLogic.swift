@@ -52,6 +52,11 @@ public struct SharedHysteresis: Sendable, Hashable {
     public func hysteresis(on: Double, off: Double) -> Hysteresis? {
         onWhenHigh ? Hysteresis(onAbove: on, offBelow: off) : Hysteresis(onBelow: on, offAbove: off)
     }
+
+    /// The hysteresis for the data of the shared objects now; nil while a threshold has no value or they leave no band.
+    public func hysteresis(_ data: [String: JSONObject]) -> Hysteresis? {
+        thresholds(data).flatMap { hysteresis(on: $0.on, off: $0.off) }
+    }
 }
 
 /// Two thresholds with a band between them in which the state holds, so that a value hovering at one
@@ -125,7 +130,7 @@ public struct OutputLogic: Sendable, Hashable {
         case .hysteresis(let fixed):
             hysteresis = fixed
         case .sharedHysteresis(let shared):
-            hysteresis = shared.thresholds([:]).flatMap { shared.hysteresis(on: $0.on, off: $0.off) }
+            hysteresis = shared.hysteresis([:])
         }
     }
 
