@@ -30,14 +30,8 @@ public final class SharedObjectConnection: Sendable {
         objects.disconnect(id)
     }
 
-    public var status: Status {
-        switch objects.replica(id)?.status {
-        case .waiting: .waiting
-        case .connected: .connected
-        case .unavailable, nil: .unavailable
-        case .deleted: .deleted
-        }
-    }
+    /// Unavailable once the connection was closed.
+    public var status: Status { objects.replica(id)?.status ?? .unavailable }
 
     /// The data as this client knows it now, with its version; nil before a host answered.
     public var snapshot: SharedSnapshot? { objects.replica(id)?.state?.snapshot }

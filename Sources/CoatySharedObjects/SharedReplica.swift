@@ -1,14 +1,7 @@
 /// A client's copy of one shared object and what each event from the host makes of it. Pure: the connection
 /// feeds it what arrives and hands on the events it returns.
 struct SharedReplica: Sendable {
-    enum Status: Sendable, Hashable {
-        /// No host has answered yet.
-        case waiting
-        case connected
-        /// The host is gone; `state` is the last known.
-        case unavailable
-        case deleted
-    }
+    typealias Status = SharedObjectConnection.Status
 
     let name: String
     private(set) var status = Status.waiting
