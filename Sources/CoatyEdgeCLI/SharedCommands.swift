@@ -10,7 +10,7 @@ import CoatySharedObjects
 public enum SharedCommands {
     /// Why NAME cannot name a shared object, or nil.
     public static func refusal(forName name: String) -> String? {
-        CoatyName.isValid(name) ? nil : "\"\(name)\" is not a valid shared object name: non-empty, without '+', '#' or '/'"
+        CoatyName.isValid(name) ? nil : SharedObjects.invalidName(name).message
     }
 
     /// Why KEY cannot be a key of a shared object, or nil (the host would refuse it as malformed).

@@ -482,7 +482,8 @@ public final class SharedObjects: Sendable {
         }
     }
 
-    static func invalidName(_ name: String) -> SharedObjectFailure {
+    /// The failure of a name that is not a valid Coaty name.
+    public static func invalidName(_ name: String) -> SharedObjectFailure {
         SharedObjectFailure(.malformed, "\"\(name)\" is not a valid shared object name: non-empty, without '+', '#' or '/'")
     }
 }
