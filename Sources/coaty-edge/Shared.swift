@@ -18,13 +18,12 @@ struct Shared: AsyncParsableCommand {
         var name: String
 
         @Option(help: ArgumentHelp("Seconds to wait for the host's answers.", valueName: "seconds"))
-        var timeout: Double = 3
+        var timeout = Seconds(3)
 
-        var duration: Duration { .seconds(timeout) }
+        var duration: Duration { timeout.duration }
 
         func validate() throws {
             if let refusal = SharedCommands.refusal(forName: name) { throw ValidationError(refusal) }
-            guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         }
     }
 

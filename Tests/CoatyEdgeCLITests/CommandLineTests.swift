@@ -91,7 +91,7 @@ import Testing
         }
         let top = try await Executable.run(["--help"])
         #expect(top.status == 0)
-        for subcommand in ["run", "observe", "agents", "rules", "context", "config"] {
+        for subcommand in ["run", "observe", "agents", "rules", "context", "config", "shared"] {
             #expect(top.output.contains("\n  \(subcommand) "), "\(subcommand) missing from: \(top.output)")
         }
     }
@@ -100,7 +100,8 @@ import Testing
     @Test(arguments: [
         ["agents", "--census", "inf"], ["agents", "--census=nan"], ["agents", "--census", "0"],
         ["agents", "--connect-timeout", "1e300"], ["context", "get", "--timeout=-1"], ["rules", "show", "--timeout", "inf"],
-        ["context", "set", "operatingState", "normal", "--timeout", "nan"],
+        ["context", "set", "operatingState", "normal", "--timeout", "nan"], ["shared", "get", "setpoints", "--timeout", "inf"],
+        ["shared", "watch", "setpoints", "--timeout=0"],
     ])
     func waitsMustBeFiniteAndPositive(arguments: [String]) async throws {
         let port = try freeLoopbackPort()
