@@ -16,6 +16,11 @@ public final class CommunicationManager: Sendable {
     public let identity: Identity
     public let options: CommunicationOptions
     public let ioNodeDefinitions: [IoNodeDefinition]
+    /// Runs tasks on the connection's network thread: an observation consumed by a task that prefers it
+    /// (`Task(executorPreference:)`) costs no thread wake per event, and what the task publishes is written on the
+    /// thread's next turn. For short, non-blocking handling of events, as in a C client's message callback; while
+    /// the manager is stopped its jobs run on the global executor.
+    public let connectionExecutor = ConnectionExecutor()
 
     let logger: Logger
     /// `identity.objectId`, the source level of every topic published; the identity keeps it in its JSON.
@@ -170,11 +175,12 @@ public final class CommunicationManager: Sendable {
             username: options.username, password: options.password, tls: options.tls,
             will: unjoinMessage(nodes: nodes), reconnect: options.reconnect)
         do {
-            try transport.connect(connectOptions) { [weak self] message in self?.receive(message) }
+            try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] message in self?.receive(message) }
         } catch {
             logger.error("cannot connect to \(options.host):\(options.port): \(error)")
         }
-        let task = Task { [weak self] in
+        // On the network thread: the join follows the CONNACK without a thread wake.
+        let task = Task(executorPreference: connectionExecutor) { [weak self] in
             for await event in transport.connectionEvents {
                 guard let self else { return }
                 await self.handle(event, on: transport)

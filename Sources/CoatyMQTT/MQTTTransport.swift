@@ -1,16 +1,19 @@
 /// An MQTT 3.1.1 client connection as the communication manager needs it: QoS 0 only, clean session, one will.
 ///
 /// Inbound messages go to a handler called on the transport's network thread, so that an event reaches its
-/// observer with a single thread hop, as in a bare client. Connection changes arrive in order on
-/// `connectionEvents`.
+/// observer with a single thread hop, as in a bare client, or none when the observer runs on the connection's
+/// `ConnectionExecutor`. Connection changes arrive in order on `connectionEvents`.
 public protocol MQTTTransport: AnyObject, Sendable {
     /// Connection changes, in order. There is one consumer.
     var connectionEvents: AsyncStream<MQTTConnectionEvent> { get }
 
     /// Starts connecting in the background (reconnecting by the options' policy) and returns at once.
-    /// `handler` receives every inbound message on the network thread; it must not block.
-    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void)
-        throws(MQTTError)
+    /// `handler` receives every inbound message on the network thread; it must not block. A transport with a
+    /// network thread of its own runs `executor`'s jobs on it until `disconnect`; one without leaves them to the
+    /// executor's fallback.
+    func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+    ) throws(MQTTError)
 
     /// Sends at QoS 0. Fails with `.notConnected` while offline: the caller queues.
     func publish(_ message: MQTTMessage) throws(MQTTError)

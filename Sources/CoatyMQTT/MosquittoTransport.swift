@@ -1,32 +1,37 @@
 import CMosquitto
-import Dispatch
 import Glibc
 import Synchronization
 
 /// `MQTTTransport` over libmosquitto, with one network thread per connection.
 ///
-/// The thread runs `mosquitto_loop` and reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its
-/// own schedule and retries failed TCP connects silently, so it can neither follow `MQTTReconnectPolicy` nor
-/// report attempts.
+/// The thread runs its own poll loop over libmosquitto's external-loop calls (`mosquitto_loop_read`, `_write`,
+/// `_misc`) rather than `mosquitto_loop`: it also waits on an eventfd, so that it can run the jobs of a
+/// `ConnectionExecutor` between reads and writes, and be woken for them. libmosquitto's own wake-up pipe, written
+/// for every packet it queues, is left unread after the connect; once its buffer is full those writes fail at once.
+/// It reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own schedule and retries failed TCP
+/// connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
 /// `delay(beforeAttempt:)`, and after `maximumAttempts` of them the transport gives up.
 ///
-/// Subscriptions are remembered and sent again after every reconnect (the session is clean); `subscribe` and
-/// `unsubscribe` work offline too. Call `disconnect` before releasing the transport: the network thread keeps it
-/// alive until then.
+/// Every libmosquitto call that reads or writes the socket runs on the network thread (other threads only queue
+/// packets), so TLS connections are safe too. Subscriptions are remembered and sent again after every reconnect
+/// (the session is clean); `subscribe` and `unsubscribe` work offline too. Call `disconnect` before releasing the
+/// transport: the network thread keeps it alive until then.
 public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public let connectionEvents: AsyncStream<MQTTConnectionEvent>
     fileprivate let events: AsyncStream<MQTTConnectionEvent>.Continuation
-    /// Other threads use it only while `state.connected` (or, in `disconnect`, while a socket is registered);
-    /// libmosquitto locks internally in threaded mode.
+    /// Other threads only queue packets on it (`publish`, `subscribe`, `unsubscribe` while `state.connected`);
+    /// libmosquitto locks its queues internally in threaded mode.
     fileprivate let handle: OpaquePointer
     fileprivate let state = Mutex(State())
-    /// Cuts the wait between connection attempts short when `disconnect` is called.
-    fileprivate let stopSignal = DispatchSemaphore(value: 0)
+    /// An eventfd that wakes the network thread: for jobs, for packets queued by other threads, and to stop.
+    fileprivate let wakeEvent: Int32
 
     fileprivate struct State {
         var phase = Phase.idle
         var connected = false
+        /// The executor whose jobs the network thread runs (set by `connect`).
+        var executor: ConnectionExecutor?
         var subscriptions: [String] = []
         var stopMode: MQTTDisconnectMode?
         /// A duplicate of the current connection's socket, for `disconnect(.abrupt)` to shut down from another
@@ -46,27 +51,51 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
 
     public init() throws(MQTTError) {
         guard libraryInitialization == MOSQ_ERR_SUCCESS.rawValue else { throw .library(libraryInitialization) }
-        guard let handle = mosquitto_new(nil, true, nil) else { throw .library(MOSQ_ERR_ERRNO.rawValue) }
+        let wakeEvent = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard wakeEvent >= 0 else {
+            throw .library(code: MOSQ_ERR_ERRNO.rawValue, message: "cannot create an eventfd: errno \(errno)")
+        }
+        guard let handle = mosquitto_new(nil, true, nil) else {
+            close(wakeEvent)
+            throw .library(MOSQ_ERR_ERRNO.rawValue)
+        }
         self.handle = handle
+        self.wakeEvent = wakeEvent
         (connectionEvents, events) = AsyncStream.makeStream()
     }
 
     deinit {
         mosquitto_destroy(handle)
+        close(wakeEvent)
     }
 
-    public func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void)
-        throws(MQTTError)
-    {
+    public func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+    ) throws(MQTTError) {
         try state.withLock { (state) throws(MQTTError) in
             precondition(state.phase == .idle, "MosquittoTransport connects once; make a new one to connect again")
-            let session = NetworkSession(transport: self, options: options, deliver: handler)
-            try configure(options, context: Unmanaged.passUnretained(session).toOpaque())
+            // Another transport's thread may still run the given executor's jobs; this one then keeps its own.
+            let wakeEvent = wakeEvent
+            let wake: @Sendable () -> Void = { notify(wakeEvent) }
+            let executor = executor.flatMap { $0.attach(wake: wake) ? $0 : nil } ?? {
+                let own = ConnectionExecutor()
+                _ = own.attach(wake: wake)
+                return own
+            }()
+            state.executor = executor
+            let session = NetworkSession(transport: self, options: options, executor: executor, deliver: handler)
+            do throws(MQTTError) {
+                try configure(options, context: Unmanaged.passUnretained(session).toOpaque())
+            } catch {
+                executor.detach()
+                throw error
+            }
             let context = Unmanaged.passRetained(session)
             var thread = pthread_t()
             let rc = pthread_create(&thread, nil, runNetworkThread, context.toOpaque())
             guard rc == 0 else {
                 context.release()
+                executor.detach()
                 throw .library(code: MOSQ_ERR_ERRNO.rawValue, message: "cannot start the network thread: errno \(rc)")
             }
             pthread_detach(thread)
@@ -100,7 +129,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         // Without it, a packet written behind one the broker has not acknowledged yet (a request after its
         // response subscription, a value after a value) waits for the broker's delayed ACK: 40 ms on Linux.
         try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
-        try check(mosquitto_threaded_set(handle, true))
+        try check(mosquitto_threaded_set(handle, false))
         if let username = options.username {
             try check(mosquitto_username_pw_set(handle, username, options.password))
         }
@@ -130,7 +159,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     /// the same checks run here, so that a bad topic is reported as such rather than queued by the caller.
     public func publish(_ message: MQTTMessage) throws(MQTTError) {
         try Self.checkPayloadSize(message.payload)
-        guard state.withLock({ $0.connected }) else {
+        guard let executor = state.withLock({ $0.connected ? $0.executor : nil }) else {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
@@ -144,6 +173,8 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
         default: try check(rc)
         }
+        // Nothing to do when called on the network thread: it writes before it sleeps again.
+        executor.wakeIfSleeping()
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
@@ -152,6 +183,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             guard !state.subscriptions.contains(topicFilter) else { return }
             if state.connected {
                 try checkSubscriptionChange(mosquitto_subscribe(handle, nil, topicFilter, 0))
+                state.executor?.wakeIfSleeping()
             }
             state.subscriptions.append(topicFilter)
         }
@@ -163,6 +195,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             guard let index = state.subscriptions.firstIndex(of: topicFilter) else { return }
             if state.connected {
                 try checkSubscriptionChange(mosquitto_unsubscribe(handle, nil, topicFilter))
+                state.executor?.wakeIfSleeping()
             }
             state.subscriptions.remove(at: index)
         }
@@ -184,7 +217,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
                 return true
             }
             if threadRunning {
-                stopSignal.signal()
+                notify(wakeEvent)
             } else {
                 stopped.resume()
             }
@@ -199,19 +232,12 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
     }
 
-    /// Ends the registered connection as `disconnect` asked. An abrupt stop shuts the socket down here; a clean
-    /// one is done by the network thread (see `NetworkSession.disconnectCleanly`), which is woken by queueing a
-    /// harmless UNSUBSCRIBE: libmosquitto wakes its loop for every queued packet and offers no other way.
+    /// Ends the registered connection if `disconnect` asked for an abrupt stop; a clean one is done by the network
+    /// thread (see `NetworkSession.disconnectCleanly`).
     fileprivate func stopConnection(_ state: borrowing State) {
-        guard state.socket != nil, let mode = state.stopMode else { return }
-        switch mode {
-        case .clean: mosquitto_unsubscribe(handle, nil, Self.wakeTopicFilter)
-        case .abrupt: if let socket = state.socket { shutdown(socket, Int32(SHUT_RDWR)) }
-        }
+        guard state.stopMode == .abrupt, let socket = state.socket else { return }
+        shutdown(socket, Int32(SHUT_RDWR))
     }
-
-    /// Never subscribed; unsubscribing from it only wakes the network thread.
-    static let wakeTopicFilter = "$coaty-edge/wake"
 
     /// Errors of calls made on behalf of the caller; `.notConnected` covers losing the connection meanwhile.
     private func check(_ rc: Int32) throws(MQTTError) {
@@ -264,15 +290,19 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
 private final class NetworkSession {
     let transport: MosquittoTransport
     let options: MQTTConnectOptions
+    let executor: ConnectionExecutor
     let deliver: @Sendable (MQTTMessage) -> Void
     /// The outcome of the current attempt's CONNACK, set on this thread by `receiveConnack`.
     var accepted = false
     var refusal: String?
 
-    init(transport: MosquittoTransport, options: MQTTConnectOptions, deliver: @escaping @Sendable (MQTTMessage) -> Void)
-    {
+    init(
+        transport: MosquittoTransport, options: MQTTConnectOptions, executor: ConnectionExecutor,
+        deliver: @escaping @Sendable (MQTTMessage) -> Void
+    ) {
         self.transport = transport
         self.options = options
+        self.executor = executor
         self.deliver = deliver
     }
 
@@ -280,10 +310,10 @@ private final class NetworkSession {
     func run() -> [CheckedContinuation<Void, Never>] {
         let policy = options.reconnect
         var attempt = 0
-        while !transport.state.withLock({ $0.stopMode != nil }) {
+        while !isStopping {
             let reason = connectAndServe()
             if accepted { attempt = 0 }
-            if transport.state.withLock({ $0.stopMode != nil }) { break }
+            if isStopping { break }
             transport.events.yield(.connectionLost(reason: reason))
             if let maximum = policy.maximumAttempts, attempt >= maximum {
                 transport.events.yield(.gaveUp(attempts: attempt))
@@ -292,9 +322,13 @@ private final class NetworkSession {
             attempt += 1
             let delay = policy.delay(beforeAttempt: attempt)
             transport.events.yield(.reconnecting(attempt: attempt, delay: delay))
-            let (seconds, attoseconds) = delay.components
-            _ = transport.stopSignal.wait(timeout: .now() + (Double(seconds) + Double(attoseconds) * 1e-18))
+            let deadline = ContinuousClock.now + delay
+            while !isStopping, ContinuousClock.now < deadline {
+                _ = runJobsAndWait(for: nil, until: deadline)
+            }
         }
+        // Jobs that arrive from now on run elsewhere; the transport stays usable for `disconnect`.
+        executor.detach()
         return transport.state.withLock { state in
             state.phase = .ended
             state.connected = false
@@ -302,6 +336,8 @@ private final class NetworkSession {
             return state.stopWaiters
         }
     }
+
+    private var isStopping: Bool { transport.state.withLock { $0.stopMode != nil } }
 
     /// One connection from TCP connect to its end; returns why it ended.
     private func connectAndServe() -> String {
@@ -318,10 +354,7 @@ private final class NetworkSession {
             state.socket = socket
             transport.stopConnection(state)
         }
-        // Wakes for traffic, for `publish` (libmosquitto's wake-up pipe) and before each keepalive ping is due.
-        repeat {
-            rc = mosquitto_loop(handle, keepAlive * 1000, 1)
-        } while rc == MOSQ_ERR_SUCCESS.rawValue && !transport.state.withLock({ $0.stopMode == .clean })
+        rc = serve()
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             disconnectCleanly()
         }
@@ -339,6 +372,68 @@ private final class NetworkSession {
         return reason
     }
 
+    /// Runs jobs, writes what is queued, reads, and pings, until the connection fails (its error) or a clean stop
+    /// is asked for (success).
+    ///
+    /// Until the broker accepts the connection, libmosquitto's own `mosquitto_loop` does the reading and writing:
+    /// it also completes a TLS handshake, which the external-loop calls leave to it.
+    private func serve() -> Int32 {
+        let handle = transport.handle
+        // Often enough for libmosquitto to ping before the broker's limit of 1.5 keepalive periods.
+        let keepAliveCheck = options.keepAlive / 4
+        var rc = MOSQ_ERR_SUCCESS.rawValue
+        while rc == MOSQ_ERR_SUCCESS.rawValue {
+            if transport.state.withLock({ $0.stopMode == .clean }) { return rc }
+            let socket = mosquitto_socket(handle)
+            guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
+            let ready = runJobsAndWait(for: socket, until: ContinuousClock.now + keepAliveCheck)
+            if !accepted {
+                rc = mosquitto_loop(handle, 0, 1)
+                continue
+            }
+            if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                rc = mosquitto_loop_read(handle, 1)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
+            }
+            // What jobs and callbacks published goes out before the thread waits again.
+            if mosquitto_want_write(handle) {
+                rc = mosquitto_loop_write(handle, 1)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
+            }
+            rc = mosquitto_loop_misc(handle)
+        }
+        return rc
+    }
+
+    /// Runs the executor's jobs, then waits until `socket` is readable (or writable, while libmosquitto has
+    /// packets queued), the wake event fires or `deadline` passes; without waiting when jobs are queued meanwhile.
+    /// Returns the socket's ready events.
+    private func runJobsAndWait(for socket: Int32?, until deadline: ContinuousClock.Instant) -> Int16 {
+        executor.runJobs()
+        let canSleep = executor.prepareToSleep()
+        // Read after `prepareToSleep`: a packet queued from now on wakes the thread.
+        let writeEvent = socket != nil && mosquitto_want_write(transport.handle) ? Int16(POLLOUT) : 0
+        var descriptors = [
+            pollfd(fd: transport.wakeEvent, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: socket ?? -1, events: Int16(POLLIN) | writeEvent, revents: 0),
+        ]
+        let timeout = canSleep ? Self.milliseconds(until: deadline) : 0
+        let count = poll(&descriptors, socket == nil ? 1 : 2, timeout)
+        executor.didWake()
+        guard count > 0 else { return 0 }
+        if descriptors[0].revents != 0 {
+            var counter: UInt64 = 0
+            _ = read(transport.wakeEvent, &counter, MemoryLayout<UInt64>.size)
+        }
+        return socket == nil ? 0 : descriptors[1].revents
+    }
+
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+        let (seconds, attoseconds) = (deadline - .now).components
+        guard seconds >= 0 else { return 0 }
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+    }
+
     /// Sends everything queued, then DISCONNECT, on this thread.
     ///
     /// `mosquitto_disconnect` marks the client disconnected before its DISCONNECT is written, and libmosquitto 2.0
@@ -349,13 +444,27 @@ private final class NetworkSession {
         let handle = transport.handle
         let deadline = ContinuousClock.now + .seconds(2)
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {
-            guard mosquitto_loop(handle, 100, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+            let ready = Self.wait(for: mosquitto_socket(handle), Int16(POLLIN | POLLOUT))
+            if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+            }
+            if ready & Int16(POLLOUT) != 0 {
+                guard mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+            }
         }
         guard mosquitto_disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue else { return }
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {
-            var writable = pollfd(fd: mosquitto_socket(handle), events: Int16(POLLOUT), revents: 0)
-            guard poll(&writable, 1, 100) >= 0, mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
+            guard Self.wait(for: mosquitto_socket(handle), Int16(POLLOUT)) >= 0,
+                mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue
+            else { return }
         }
+    }
+
+    /// Waits up to 100 ms for `events` on `socket`; returns the ready events, or -1 if the wait failed.
+    private static func wait(for socket: Int32, _ events: Int16) -> Int16 {
+        var descriptor = pollfd(fd: socket, events: events, revents: 0)
+        guard poll(&descriptor, 1, 100) >= 0 else { return -1 }
+        return descriptor.revents
     }
 
     /// Closes the connection after a clean DISCONNECT so that the broker reads everything sent before it.
@@ -369,9 +478,9 @@ private final class NetworkSession {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + .seconds(2)
         while ContinuousClock.now < deadline {
-            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 100) >= 0 else { break }
-            guard descriptor.revents != 0 else { continue }
+            let ready = wait(for: socket, Int16(POLLIN))
+            guard ready >= 0 else { break }
+            guard ready != 0 else { continue }
             if read(socket, &buffer, buffer.count) <= 0 { break }
         }
         close(socket)
@@ -397,6 +506,12 @@ private final class NetworkSession {
             transport.events.yield(.connected)
         }
     }
+}
+
+/// Wakes a thread waiting on `eventDescriptor`.
+private func notify(_ eventDescriptor: Int32) {
+    var one: UInt64 = 1
+    _ = write(eventDescriptor, &one, MemoryLayout<UInt64>.size)
 }
 
 /// `mosquitto_lib_init` must run once per process before any client; a global is initialised exactly once.

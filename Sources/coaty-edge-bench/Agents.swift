@@ -9,6 +9,8 @@ import CoatyRuntime
 final class Agents: Sendable {
     static let pingChannel = "coaty-edge-bench-ping"
     static let pongChannel = "coaty-edge-bench-pong"
+    static let pooledPingChannel = "coaty-edge-bench-pooled-ping"
+    static let pooledPongChannel = "coaty-edge-bench-pooled-pong"
     static let echoOperation = "coaty-edge.bench.echo"
     static let directContext = "coaty-edge-bench-direct"
     static let routedContext = "coaty-edge-bench-routed"
@@ -23,6 +25,7 @@ final class Agents: Sendable {
     let ping = ChannelEvent(
         channelId: pingChannel, content: .object(CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.bench.Ping", name: "ping")))
     private let pongs: ObservationStream<ReceivedEvent<ChannelEvent>>
+    private let pooledPongs: ObservationStream<ReceivedEvent<ChannelEvent>>
 
     let sourceAgent: Container
     let actorAgent: Container
@@ -54,16 +57,25 @@ final class Agents: Sendable {
             ioNodes: [IoNodeDefinition(contextName: Self.directContext, ioActors: [directActor])])
         (self.a, self.b) = (a, b)
         pongs = try a.observeChannel(Self.pongChannel)
+        pooledPongs = try a.observeChannel(Self.pooledPongChannel)
         let pings = try b.observeChannel(Self.pingChannel)
+        let pooledPings = try b.observeChannel(Self.pooledPingChannel)
         let calls = try b.observeCall(operation: Self.echoOperation)
         responders = Task {
             await withDiscardingTaskGroup { group in
-                group.addTask {
+                // B answers on its connection's thread, as the bare echoer answers in its callback.
+                group.addTask(executorPreference: b.connectionExecutor) {
                     for await ping in pings {
                         try? await b.publishChannel(ChannelEvent(channelId: Self.pongChannel, content: ping.event.content))
                     }
                 }
-                group.addTask {
+                // And from a task on the global pool, woken for each ping, as the bare handoff echoer's thread.
+                group.addTask(executorPreference: globalConcurrentExecutor) {
+                    for await ping in pooledPings {
+                        try? await b.publishChannel(ChannelEvent(channelId: Self.pooledPongChannel, content: ping.event.content))
+                    }
+                }
+                group.addTask(executorPreference: b.connectionExecutor) {
                     for await call in calls {
                         try? await call.respond(ReturnEvent(.result(call.event.parameters ?? .null)))
                     }
@@ -139,20 +151,39 @@ final class Agents: Sendable {
 
     /// A Channel event from A, answered by B with a Channel event that A observes: the headline round trip, as it
     /// puts the same packets on the wire as the bare pair (one publication each way on subscriptions made
-    /// beforehand), so that what it adds is the agent's own work.
+    /// beforehand), so that what it adds is the agent's own work. A's loop and B's responder run on their
+    /// connections' threads (`connectionExecutor`), where the bare pair's pinger and echoer handle messages too.
     func channelRoundTrips(_ count: Int) async throws -> LatencyRound {
         try await withDeadline("Channel round trips") { [self] in
-            var answers = pongs.makeAsyncIterator()
-            var samples: [UInt64] = []
-            samples.reserveCapacity(count)
-            for _ in 0..<count {
-                let start = monotonicNanoseconds()
-                try await a.publishChannel(ping)
-                guard await answers.next() != nil else { throw BenchmarkError.timeout("a Channel answer") }
-                samples.append(monotonicNanoseconds() - start)
+            try await withTaskExecutorPreference(a.connectionExecutor) {
+                try await channelRoundTrips(count, ping: ping, answers: pongs)
             }
-            return LatencyRound(nanoseconds: samples)
         }
+    }
+
+    /// The same with A's loop and B's responder as tasks on the global pool: each event wakes a pool thread.
+    func pooledChannelRoundTrips(_ count: Int) async throws -> LatencyRound {
+        let ping = ChannelEvent(channelId: Self.pooledPingChannel, content: ping.content)
+        return try await withDeadline("Channel round trips on the pool") { [self] in
+            try await withTaskExecutorPreference(globalConcurrentExecutor) {
+                try await channelRoundTrips(count, ping: ping, answers: pooledPongs)
+            }
+        }
+    }
+
+    private func channelRoundTrips(
+        _ count: Int, ping: ChannelEvent, answers: ObservationStream<ReceivedEvent<ChannelEvent>>
+    ) async throws -> LatencyRound {
+        var answers = answers.makeAsyncIterator()
+        var samples: [UInt64] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = monotonicNanoseconds()
+            try await a.publishChannel(ping)
+            guard await answers.next() != nil else { throw BenchmarkError.timeout("a Channel answer") }
+            samples.append(monotonicNanoseconds() - start)
+        }
+        return LatencyRound(nanoseconds: samples)
     }
 
     /// A Call from A, answered by B with a Return: Coaty's remote operation call. Each call subscribes to its own
@@ -161,20 +192,24 @@ final class Agents: Sendable {
     func callRoundTrips(_ count: Int) async throws -> LatencyRound {
         let call = CallEvent(operation: Self.echoOperation, parameters: ["value": 21.5])
         return try await withDeadline("Call/Return round trips") { [self] in
-            var samples: [UInt64] = []
-            samples.reserveCapacity(count)
-            for _ in 0..<count {
-                let start = monotonicNanoseconds()
-                var answered = false
-                for await _ in try a.publishCall(call) {
-                    answered = true
-                    break
-                }
-                guard answered else { throw BenchmarkError.timeout("a Return") }
-                samples.append(monotonicNanoseconds() - start)
-            }
-            return LatencyRound(nanoseconds: samples)
+            try await withTaskExecutorPreference(a.connectionExecutor) { try await callRoundTrips(count, call) }
         }
+    }
+
+    private func callRoundTrips(_ count: Int, _ call: CallEvent) async throws -> LatencyRound {
+        var samples: [UInt64] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = monotonicNanoseconds()
+            var answered = false
+            for await _ in try a.publishCall(call) {
+                answered = true
+                break
+            }
+            guard answered else { throw BenchmarkError.timeout("a Return") }
+            samples.append(monotonicNanoseconds() - start)
+        }
+        return LatencyRound(nanoseconds: samples)
     }
 
     // MARK: - One-way values
@@ -214,24 +249,26 @@ final class Agents: Sendable {
     // MARK: - Throughput
 
     func floodDirect(_ count: Int, window: Int) async throws -> ThroughputRound {
-        try await flood(count, window: window, values: try b.observeIoValue(of: directActor)) { () throws(BenchmarkError) in
-            try self.publishDirect(21.5)
+        try await flood(count, window: window, values: try b.observeIoValue(of: directActor), on: b.connectionExecutor) {
+            () throws(BenchmarkError) in try self.publishDirect(21.5)
         }
     }
 
     func floodRouted(_ count: Int, window: Int) async throws -> ThroughputRound {
-        try await flood(count, window: window, values: actors.values(of: routedActor)) { () throws(BenchmarkError) in
-            try self.publishRouted(21.5)
+        try await flood(count, window: window, values: actors.values(of: routedActor), on: actorAgent.communicationManager.connectionExecutor) {
+            () throws(BenchmarkError) in try self.publishRouted(21.5)
         }
     }
 
     /// Counts what arrives on `values` while the flood runs; the stream ends (and stops costing) afterwards.
     private func flood(
-        _ count: Int, window: Int, values: ObservationStream<IoValue>, publish: @escaping @Sendable () throws(BenchmarkError) -> Void
+        _ count: Int, window: Int, values: ObservationStream<IoValue>, on executor: any TaskExecutor,
+        publish: @escaping @Sendable () throws(BenchmarkError) -> Void
     ) async throws -> ThroughputRound {
         let probe = probe
         // The replayed latest value (actor controller) arrives before the flood starts and is not counted.
-        let receiver = Task {
+        // The receiver counts on the connection's thread, as the bare receiver counts in its callback.
+        let receiver = Task(executorPreference: executor) {
             for await _ in values { probe.delivered() }
         }
         defer { receiver.cancel() }

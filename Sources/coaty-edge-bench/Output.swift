@@ -14,7 +14,7 @@ extension Report {
             "coaty-edge-bench: libmosquitto \(libmosquitto), \(broker)",
             "best of \(options.rounds) rounds (lowest p50, highest rate) after a warm-up round; the figures take turns each round",
         ]
-        if hasAny(latency: [.bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .callRoundTrip]) {
+        if hasAny(latency: [.bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip]) {
             lines += [
                 "",
                 "1. Event round trip, one request in flight, \(options.requests) per round (payload \(payloads["roundTrip"] ?? 0) bytes)",
@@ -22,6 +22,7 @@ extension Report {
                 latencyRow("bare libmosquitto pair, echo in the callback", .bareRoundTrip, baseline: nil),
                 latencyRow("bare pair, echo from a thread woken by the callback", .handoffRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Channel answered by Channel, two managers", .channelRoundTrip, baseline: .bareRoundTrip),
+                latencyRow("  the same, tasks on the global pool", .pooledChannelRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Call answered by Return, two managers", .callRoundTrip, baseline: .bareRoundTrip),
                 verdict("Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50), atMost: Target.roundTripRatio),
             ]
@@ -163,7 +164,7 @@ extension Figure {
     var baseline: Figure? {
         switch self {
         case .bareRoundTrip, .bareOneWay, .bareThroughput: nil
-        case .handoffRoundTrip, .channelRoundTrip, .callRoundTrip: .bareRoundTrip
+        case .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip: .bareRoundTrip
         case .directOneWay, .routedOneWay: .bareOneWay
         case .directThroughput, .routedThroughput: .bareThroughput
         }

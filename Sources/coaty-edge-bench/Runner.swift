@@ -6,7 +6,7 @@ import Glibc
 
 /// One figure of the report: what is measured, over which path.
 enum Figure: String, CaseIterable, Sendable {
-    case bareRoundTrip, handoffRoundTrip, channelRoundTrip, callRoundTrip
+    case bareRoundTrip, handoffRoundTrip, channelRoundTrip, pooledChannelRoundTrip, callRoundTrip
     case bareOneWay, directOneWay, routedOneWay
     case bareThroughput, directThroughput, routedThroughput
 }
@@ -73,6 +73,7 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
             (.bareRoundTrip, { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: false) }),
             (.handoffRoundTrip, { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: true) }),
             (.channelRoundTrip, { @Sendable in try await agents.channelRoundTrips(options.requests) }),
+            (.pooledChannelRoundTrip, { @Sendable in try await agents.pooledChannelRoundTrips(options.requests) }),
             (.callRoundTrip, { @Sendable in try await agents.callRoundTrips(options.requests) }),
         ]
     }

@@ -208,7 +208,7 @@ import Testing
         let agent = manager("agent")
         try await online(agent)
         let rogue = broker.makeTransport()
-        rogue.connect(MQTTConnectOptions(host: "", clientId: "rogue")) { _ in }
+        rogue.connect(MQTTConnectOptions(host: "", clientId: "rogue"), executor: nil) { _ in }
         try await poll { broker.connectedClientCount == 2 }
         let discovers = Recorder(agent.observeDiscover())
         for payload in ["", "{", "null", #"{"objectId":null}"#, #"{"coreTypes":"Identity"}"#] {
@@ -309,8 +309,8 @@ final class InterruptingTransport: MQTTTransport, Sendable {
 
     var connectionEvents: AsyncStream<MQTTConnectionEvent> { inner.connectionEvents }
 
-    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
-        inner.connect(options, onMessage: handler)
+    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+        inner.connect(options, executor: executor, onMessage: handler)
     }
 
     func publish(_ message: MQTTMessage) throws(MQTTError) { try inner.publish(message) }

@@ -58,7 +58,7 @@ import Testing
         for round in 0..<20 {
             let transport = try MosquittoTransport()
             let clientId = "leaving-\(round)"
-            try transport.connect(broker.connectOptions(clientId: clientId)) { _ in }
+            try transport.connect(broker.connectOptions(clientId: clientId), executor: nil) { _ in }
             for await event in transport.connectionEvents where event == .connected { break }
             let filters = (0..<50).map { "busy/\($0)" }
             for filter in filters { try transport.subscribe(filter) }
@@ -183,20 +183,20 @@ import Testing
         var options = base
         options.keepAlive = .seconds(0)
         #expect(throws: MQTTError.library(code: 3, message: "keepalive of 0 s is outside 5...65535 s")) {
-            try MosquittoTransport().connect(options) { _ in }
+            try MosquittoTransport().connect(options, executor: nil) { _ in }
         }
         options = base
         options.password = "secret"
         #expect(throws: MQTTError.library(code: 3, message: "MQTT 3.1.1 sends a password only with a username")) {
-            try MosquittoTransport().connect(options) { _ in }
+            try MosquittoTransport().connect(options, executor: nil) { _ in }
         }
         options = base
         options.will = MQTTMessage(topic: "will/#", payload: [])
-        #expect(throws: MQTTError.invalidTopic("will/#")) { try MosquittoTransport().connect(options) { _ in } }
+        #expect(throws: MQTTError.invalidTopic("will/#")) { try MosquittoTransport().connect(options, executor: nil) { _ in } }
         options = base
         options.tls = MQTTTLSOptions(caFile: "/nonexistent/ca.crt")
         #expect {
-            try MosquittoTransport().connect(options) { _ in }
+            try MosquittoTransport().connect(options, executor: nil) { _ in }
         } throws: { error in
             guard case .tls(let message) = error as? MQTTError else { return false }
             return message.contains("/nonexistent/ca.crt")
@@ -215,7 +215,7 @@ import Testing
     @Test func concurrentDisconnectsEndTheEventsOnce() async throws {
         let broker = try await TestBroker.started()
         let transport = try MosquittoTransport()
-        try transport.connect(broker.connectOptions(clientId: "twice")) { _ in }
+        try transport.connect(broker.connectOptions(clientId: "twice"), executor: nil) { _ in }
         var events: [MQTTConnectionEvent] = []
         for await event in transport.connectionEvents {
             events.append(event)
@@ -234,7 +234,7 @@ import Testing
         do {
             let transport = try MosquittoTransport()
             released = transport
-            try transport.connect(broker.connectOptions(clientId: "short-lived")) { _ in }
+            try transport.connect(broker.connectOptions(clientId: "short-lived"), executor: nil) { _ in }
             for await event in transport.connectionEvents where event == .connected { break }
             await transport.disconnect(.clean)
         }

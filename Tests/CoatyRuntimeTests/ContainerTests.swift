@@ -96,7 +96,8 @@ import Testing
         let identity = Identity(name: "mortal")
         mortal.connect(MQTTConnectOptions(
             host: "", clientId: "x",
-            will: MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: DeadvertiseEvent(objectIds: [identity.objectId]).payload.serializedBytes()))
+            will: MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: DeadvertiseEvent(objectIds: [identity.objectId]).payload.serializedBytes())),
+            executor: nil
         ) { _ in }
         try await poll { broker.connectedClientCount == 2 }
         try mortal.publish(MQTTMessage(topic: "coaty/3/-/ADV:Identity/\(identity.objectId)", payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))

@@ -252,6 +252,57 @@ public struct CommunicationScenarios: Sendable {
         await stop(first, second, everywhere)
     }
 
+    /// Channel pings answered, and the answers awaited, by tasks on the managers' connection executors: every
+    /// answer arrives, in order, while connected; and again after a stop and start (the jobs run elsewhere while
+    /// the manager is stopped, and on the new connection's thread after it).
+    public func observersOnTheConnectionExecutor() async throws {
+        let asker = agent("asker")
+        let answerer = agent("answerer")
+        let answers = try asker.observeChannel("pong")
+        let pings = try answerer.observeChannel("ping")
+        let responder = Task(executorPreference: answerer.connectionExecutor) {
+            for await ping in pings {
+                try await answerer.publishChannel(ChannelEvent(channelId: "pong", content: ping.event.content))
+            }
+        }
+        defer { responder.cancel() }
+        try await online(asker, answerer)
+
+        func roundTrips(_ range: Range<Int>) async throws -> [String] {
+            try await withTaskExecutorPreference(asker.connectionExecutor) {
+                var iterator = answers.makeAsyncIterator()
+                var names: [String] = []
+                for index in range {
+                    let ping = CoatyObject(coreType: .coatyObject, name: "ping \(index)")
+                    try await asker.publishChannel(ChannelEvent(channelId: "ping", content: .object(ping)))
+                    guard case .object(let answer)? = await iterator.next()?.event.content else { break }
+                    names.append(answer.name)
+                }
+                return names
+            }
+        }
+        #expect(try await roundTrips(0..<50) == (0..<50).map { "ping \($0)" })
+
+        await asker.stop()
+        // A stopped manager's executor still runs tasks, on the global executor.
+        #expect(await Task(executorPreference: asker.connectionExecutor) { 42 }.value == 42)
+        let restartedAnswers = try asker.observeChannel("pong")
+        try await online(asker)
+        var iterator = restartedAnswers.makeAsyncIterator()
+        let names = try await withTaskExecutorPreference(asker.connectionExecutor) {
+            var names: [String] = []
+            for index in 50..<60 {
+                let ping = CoatyObject(coreType: .coatyObject, name: "ping \(index)")
+                try await asker.publishChannel(ChannelEvent(channelId: "ping", content: .object(ping)))
+                guard case .object(let answer)? = await iterator.next()?.event.content else { break }
+                names.append(answer.name)
+            }
+            return names
+        }
+        #expect(names == (50..<60).map { "ping \($0)" })
+        await stop(asker, answerer)
+    }
+
     /// Publications and requests made before start go out after the connection is up, after the join events.
     public func deferredPublicationsArriveAfterConnect() async throws {
         let early = agent("early")

@@ -137,7 +137,9 @@ public final class InMemoryTransport: MQTTTransport, Sendable {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
     }
 
-    public func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+    public func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+    ) {
         connection.withLock { $0 = (options, handler) }
         retry()
     }

@@ -90,7 +90,7 @@ final class CapturingTransport: MQTTTransport, Sendable {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
     }
 
-    func connect(_ options: MQTTConnectOptions, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
         state.withLock { $0.handler = handler }
         events.yield(.connected)
     }

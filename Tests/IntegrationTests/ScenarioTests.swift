@@ -16,6 +16,7 @@ import Testing
     @Test func rawMessages() async throws { try await communication.rawMessages() }
     @Test func crossNamespaceIsolation() async throws { try await communication.crossNamespaceIsolation() }
     @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
+    @Test func connectionExecutor() async throws { try await communication.observersOnTheConnectionExecutor() }
     @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
     @Test func ioRoutingAcrossContainers() async throws { try await ioRouting.routingAcrossContainersDependsOnContext() }
     @Test func routerFollowsNodesAndRates() async throws { try await ioRouting.routerFollowsNodesAndRates() }
@@ -42,6 +43,7 @@ import Testing
     @Test func rawMessages() async throws { try await withBroker { c, _ in try await c.rawMessages() } }
     @Test func crossNamespaceIsolation() async throws { try await withBroker { c, _ in try await c.crossNamespaceIsolation() } }
     @Test func deferredPublications() async throws { try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() } }
+    @Test func connectionExecutor() async throws { try await withBroker { c, _ in try await c.observersOnTheConnectionExecutor() } }
     @Test func basicIoRouting() async throws { try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() } }
     @Test func ioRoutingAcrossContainers() async throws { try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() } }
     @Test func routerFollowsNodesAndRates() async throws { try await withBroker { _, r in try await r.routerFollowsNodesAndRates() } }

@@ -22,7 +22,7 @@ public final class TestClient: Sendable {
         transport = try MosquittoTransport()
         clientId = options.clientId
         try transport.subscribe(syncTopic)
-        try transport.connect(options) { [inbox] message in
+        try transport.connect(options, executor: nil) { [inbox] message in
             inbox.update { inbox in
                 if message.topic.hasPrefix(Self.syncTopicPrefix) {
                     inbox.probes.insert(String(decoding: message.payload, as: UTF8.self))

@@ -1,0 +1,106 @@
+import Synchronization
+
+/// Runs tasks on a connection's network thread, between its reads and writes.
+///
+/// A task that prefers this executor (`Task(executorPreference:)`, `withTaskExecutorPreference`) and waits for
+/// inbound events continues on the thread that received them, and what it publishes is written by that thread
+/// on its next turn: no thread is woken on the way, as in a C client that answers inside its message callback.
+/// Such code must not block or compute for long: the connection reads, writes and pings in the same thread.
+///
+/// While no network thread runs (before the first connect, between a stop and the next start, or with a transport
+/// that has no thread of its own) the jobs go to the global concurrent executor, so a task never waits for a
+/// connection to run.
+public final class ConnectionExecutor: TaskExecutor, Sendable {
+    private struct State: ~Copyable {
+        var jobs: [UnownedJob] = []
+        /// Wakes the network thread while one runs jobs for this executor.
+        var wake: (@Sendable () -> Void)?
+        /// The network thread sleeps (or is about to) until `wake` is called.
+        var isSleeping = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let (isQueued, wake) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            guard state.wake != nil else { return (false, nil) }
+            state.jobs.append(job)
+            return (true, takeWake(&state))
+        }
+        if !isQueued {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
+        wake?()
+    }
+
+    // MARK: - For the network thread
+
+    /// Makes the calling thread the one that runs the jobs, until `detach`; `wake` interrupts its sleep. Returns
+    /// false if another thread runs them already.
+    func attach(wake: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.wake == nil else { return false }
+            state.wake = wake
+            state.isSleeping = false
+            return true
+        }
+    }
+
+    /// Hands the jobs still queued, and all later ones, to the global executor.
+    func detach() {
+        let left = state.withLock { state in
+            state.wake = nil
+            state.isSleeping = false
+            defer { state.jobs = [] }
+            return state.jobs
+        }
+        for job in left {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
+    }
+
+    /// Runs the jobs queued now; those they enqueue wait for the next call, so that the thread keeps serving the
+    /// connection. Returns whether any ran.
+    @discardableResult
+    func runJobs() -> Bool {
+        let jobs = state.withLock { state in
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
+        for job in jobs {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+        return !jobs.isEmpty
+    }
+
+    /// Called before the thread blocks: true, and marked sleeping, when there is no job to run; from then on
+    /// `enqueue` and `wakeIfSleeping` wake it. A caller that queues other work (a publication) for the thread
+    /// calls `wakeIfSleeping` afterwards, so the work is either seen before the thread blocks or wakes it.
+    func prepareToSleep() -> Bool {
+        state.withLock { state in
+            state.isSleeping = state.jobs.isEmpty
+            return state.isSleeping
+        }
+    }
+
+    /// Called when the thread stops blocking.
+    func didWake() {
+        state.withLock { $0.isSleeping = false }
+    }
+
+    /// Wakes the network thread if it sleeps: for work queued outside this executor, such as a publication made
+    /// on another thread.
+    func wakeIfSleeping() {
+        let wake = state.withLock { state in takeWake(&state) }
+        wake?()
+    }
+
+    private func takeWake(_ state: inout State) -> (@Sendable () -> Void)? {
+        guard state.isSleeping else { return nil }
+        state.isSleeping = false
+        return state.wake
+    }
+}

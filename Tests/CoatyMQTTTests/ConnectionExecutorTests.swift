@@ -1,0 +1,138 @@
+import CoatyMQTT
+import Glibc
+import MQTTTestSupport
+import Synchronization
+import Testing
+
+/// `ConnectionExecutor` on `MosquittoTransport`'s network thread, and the thread's own poll loop.
+@Suite struct ConnectionExecutorTests {
+    /// A transport connected with an executor; `callbackThreads` collects the threads that ran the message handler.
+    final class Connection: Sendable {
+        let transport: MosquittoTransport
+        let executor = ConnectionExecutor()
+        let callbackThreads = Mutex<Set<UInt>>([])
+        let messages = Mutex<[MQTTMessage]>([])
+
+        init(_ broker: TestBroker, clientId: String, adjust: (inout MQTTConnectOptions) -> Void = { _ in }) async throws {
+            transport = try MosquittoTransport()
+            var options = broker.connectOptions(clientId: clientId)
+            adjust(&options)
+            try transport.subscribe("to-\(clientId)")
+            try transport.connect(options, executor: executor) { [weak self] message in
+                self?.callbackThreads.withLock { _ = $0.insert(currentThread()) }
+                self?.messages.withLock { $0.append(message) }
+            }
+            for await event in transport.connectionEvents where event == .connected { break }
+        }
+    }
+
+    @Test func tasksThatPreferTheExecutorRunOnTheNetworkThread() async throws {
+        let broker = try await TestBroker.started()
+        let connection = try await Connection(broker, clientId: "runner")
+        let sender = try await TestClient.connected(to: broker)
+        try sender.publish("to-runner", "hello")
+        try await waitUntil("the message") { connection.messages.withLock { !$0.isEmpty } }
+        let networkThread = try #require(connection.callbackThreads.withLock { $0.first })
+
+        // Started from another thread while the network thread sleeps: the job must wake it, or it would wait for
+        // the loop's next keepalive check (15 s with the default keepalive of 60 s).
+        try await Task.sleep(for: .milliseconds(100))
+        let threads = try await withDeadline(.seconds(5)) {
+            await Task(executorPreference: connection.executor) {
+                let first = currentThread()
+                await Task.yield()
+                try? await Task.sleep(for: .milliseconds(10))
+                return [first, currentThread()]
+            }.value
+        }
+        #expect(threads == [networkThread, networkThread])
+        #expect(connection.callbackThreads.withLock { $0 } == [networkThread])
+
+        await connection.transport.disconnect(.clean)
+        // Without a network thread the jobs run on the global executor.
+        let afterwards = await Task(executorPreference: connection.executor) { currentThread() }.value
+        #expect(afterwards != networkThread)
+        try await sender.disconnect()
+    }
+
+    @Test func whatATaskOnTheExecutorPublishesGoesOut() async throws {
+        let broker = try await TestBroker.started()
+        let connection = try await Connection(broker, clientId: "publisher")
+        let receiver = try await TestClient.connected(to: broker, subscribingTo: ["out/#"])
+        try await Task.sleep(for: .milliseconds(100))
+        try await Task(executorPreference: connection.executor) {
+            for index in 0..<100 {
+                try connection.transport.publish(MQTTMessage(topic: "out/\(index)", payload: Array("\(index)".utf8)))
+                if index % 10 == 0 { await Task.yield() }
+            }
+        }.value
+        let received = try await receiver.nextMessages(100, timeout: .seconds(5))
+        #expect(received.map(\.topic) == (0..<100).map { "out/\($0)" })
+        await connection.transport.disconnect(.clean)
+        try await receiver.disconnect()
+    }
+
+    /// The loop pings on its own: an idle connection outlives 1.5 keepalive periods, after which the broker
+    /// would close a silent one.
+    @Test func anIdleConnectionStaysUpThroughPings() async throws {
+        let broker = try await TestBroker.started()
+        let connection = try await Connection(broker, clientId: "idle") { $0.keepAlive = .seconds(5) }
+        let events = Mutex<[MQTTConnectionEvent]>([])
+        let watcher = Task { [transport = connection.transport] in
+            for await event in transport.connectionEvents { events.withLock { $0.append(event) } }
+        }
+        try await broker.waitForLog(containing: "Received PINGREQ from idle", timeout: .seconds(15))
+        try await Task.sleep(for: .seconds(4))
+        #expect(events.withLock { $0 }.isEmpty)
+        let sender = try await TestClient.connected(to: broker)
+        try sender.publish("to-idle", "still there")
+        try await waitUntil("the message") { connection.messages.withLock { !$0.isEmpty } }
+        await connection.transport.disconnect(.clean)
+        watcher.cancel()
+        try await sender.disconnect()
+    }
+
+    @Test func aSecondTransportOnABusyExecutorRunsWithoutIt() async throws {
+        let broker = try await TestBroker.started()
+        let first = try await Connection(broker, clientId: "first")
+        let second = try MosquittoTransport()
+        try second.connect(broker.connectOptions(clientId: "second"), executor: first.executor) { _ in }
+        for await event in second.connectionEvents where event == .connected { break }
+        let receiver = try await TestClient.connected(to: broker, subscribingTo: ["from-second"])
+        try second.publish(MQTTMessage(topic: "from-second", payload: [1]))
+        #expect(try await receiver.nextMessage().payload == [1])
+        await second.disconnect(.clean)
+        // The first connection still runs the executor's jobs.
+        let sender = try await TestClient.connected(to: broker)
+        try sender.publish("to-first", "x")
+        try await waitUntil("the message") { first.messages.withLock { !$0.isEmpty } }
+        let networkThread = try #require(first.callbackThreads.withLock { $0.first })
+        #expect(await Task(executorPreference: first.executor) { currentThread() }.value == networkThread)
+        await first.transport.disconnect(.clean)
+        try await receiver.disconnect()
+        try await sender.disconnect()
+    }
+}
+
+private func currentThread() -> UInt { UInt(pthread_self()) }
+
+private func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw TestSupportError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+private func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next() ?? nil else { throw TestSupportError("not done within \(limit)") }
+        return result
+    }
+}
