@@ -129,7 +129,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         // Without it, a packet written behind one the broker has not acknowledged yet (a request after its
         // response subscription, a value after a value) waits for the broker's delayed ACK: 40 ms on Linux.
         try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
-        try check(mosquitto_threaded_set(handle, false))
+        try check(mosquitto_threaded_set(handle, true))
         if let username = options.username {
             try check(mosquitto_username_pw_set(handle, username, options.password))
         }
@@ -324,7 +324,8 @@ private final class NetworkSession {
             transport.events.yield(.reconnecting(attempt: attempt, delay: delay))
             let deadline = ContinuousClock.now + delay
             while !isStopping, ContinuousClock.now < deadline {
-                _ = runJobsAndWait(for: nil, until: deadline)
+                executor.runJobs()
+                _ = waitForWork(on: nil, until: deadline)
             }
         }
         // Jobs that arrive from now on run elsewhere; the transport stays usable for `disconnect`.
@@ -386,7 +387,13 @@ private final class NetworkSession {
             if transport.state.withLock({ $0.stopMode == .clean }) { return rc }
             let socket = mosquitto_socket(handle)
             guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
-            let ready = runJobsAndWait(for: socket, until: ContinuousClock.now + keepAliveCheck)
+            executor.runJobs()
+            // What the jobs and the last callbacks published goes out before the thread waits.
+            if accepted && mosquitto_want_write(handle) {
+                rc = mosquitto_loop_write(handle, 1)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
+            }
+            let ready = waitForWork(on: socket, until: ContinuousClock.now + keepAliveCheck)
             if !accepted {
                 rc = mosquitto_loop(handle, 0, 1)
                 continue
@@ -395,8 +402,8 @@ private final class NetworkSession {
                 rc = mosquitto_loop_read(handle, 1)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
-            // What jobs and callbacks published goes out before the thread waits again.
-            if mosquitto_want_write(handle) {
+            // The rest of a packet that did not fit into the socket's buffer before.
+            if ready & Int16(POLLOUT) != 0 {
                 rc = mosquitto_loop_write(handle, 1)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
@@ -405,11 +412,9 @@ private final class NetworkSession {
         return rc
     }
 
-    /// Runs the executor's jobs, then waits until `socket` is readable (or writable, while libmosquitto has
-    /// packets queued), the wake event fires or `deadline` passes; without waiting when jobs are queued meanwhile.
-    /// Returns the socket's ready events.
-    private func runJobsAndWait(for socket: Int32?, until deadline: ContinuousClock.Instant) -> Int16 {
-        executor.runJobs()
+    /// Waits until `socket` is readable (or writable, while libmosquitto has packets queued), the wake event fires
+    /// or `deadline` passes; does not block when jobs were queued meanwhile. Returns the socket's ready events.
+    private func waitForWork(on socket: Int32?, until deadline: ContinuousClock.Instant) -> Int16 {
         let canSleep = executor.prepareToSleep()
         // Read after `prepareToSleep`: a packet queued from now on wakes the thread.
         let writeEvent = socket != nil && mosquitto_want_write(transport.handle) ? Int16(POLLOUT) : 0
@@ -444,7 +449,7 @@ private final class NetworkSession {
         let handle = transport.handle
         let deadline = ContinuousClock.now + .seconds(2)
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {
-            let ready = Self.wait(for: mosquitto_socket(handle), Int16(POLLIN | POLLOUT))
+            let ready = Self.pollBriefly(mosquitto_socket(handle), Int16(POLLIN | POLLOUT))
             if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
             }
@@ -454,14 +459,14 @@ private final class NetworkSession {
         }
         guard mosquitto_disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue else { return }
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {
-            guard Self.wait(for: mosquitto_socket(handle), Int16(POLLOUT)) >= 0,
+            guard Self.pollBriefly(mosquitto_socket(handle), Int16(POLLOUT)) >= 0,
                 mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue
             else { return }
         }
     }
 
     /// Waits up to 100 ms for `events` on `socket`; returns the ready events, or -1 if the wait failed.
-    private static func wait(for socket: Int32, _ events: Int16) -> Int16 {
+    private static func pollBriefly(_ socket: Int32, _ events: Int16) -> Int16 {
         var descriptor = pollfd(fd: socket, events: events, revents: 0)
         guard poll(&descriptor, 1, 100) >= 0 else { return -1 }
         return descriptor.revents
@@ -478,7 +483,7 @@ private final class NetworkSession {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = ContinuousClock.now + .seconds(2)
         while ContinuousClock.now < deadline {
-            let ready = wait(for: socket, Int16(POLLIN))
+            let ready = pollBriefly(socket, Int16(POLLIN))
             guard ready >= 0 else { break }
             guard ready != 0 else { continue }
             if read(socket, &buffer, buffer.count) <= 0 { break }
