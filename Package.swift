@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD, CUMockDev
+//   C shims                 CMosquitto, CI2C, CGPIOD
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O)
 //   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
@@ -27,8 +27,6 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
         .systemLibrary(name: "CI2C"),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod"),
-        // Emulated devices for tests and the demo (umockdev).
-        .systemLibrary(name: "CUMockDev", pkgConfig: "umockdev-1.0"),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -69,7 +67,8 @@ let package = Package(
         .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
         // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
         // the real driver code runs without hardware (tests, demo).
-        .target(name: "CEdgeEmulation", dependencies: ["CUMockDev"], linkerSettings: [.linkedLibrary("m")]),
+        // libumockdev is loaded when an emulation starts (dlopen), so that an agent on real hardware does not map it.
+        .target(name: "CEdgeEmulation", linkerSettings: [.linkedLibrary("m"), .linkedLibrary("dl")]),
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
         // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),

@@ -14,7 +14,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 duration=${1:-0}
 
-packages=(mosquitto libmosquitto-dev libgpiod-dev libi2c-dev umockdev libumockdev-dev pkg-config)
+packages=(mosquitto libmosquitto-dev libgpiod-dev libi2c-dev umockdev pkg-config)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

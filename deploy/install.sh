@@ -13,9 +13,9 @@ readonly SERVICE_USER=coaty-edge
 readonly DEVICE_GROUPS=(i2c gpio)
 readonly OPERATOR_USER=coaty-operator
 readonly MINIMUM_SWIFT=6.1
-# libumockdev-dev too: the agent links the device emulation ("emulated": true), so the build needs it.
-readonly APT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev libgpiod-dev libi2c-dev libumockdev-dev pkg-config
-    binutils jq openssl)
+# Not umockdev: the agent loads it only for emulated devices ("emulated": true), which a Pi's service does not use.
+readonly APT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev libgpiod-dev libi2c-dev pkg-config binutils jq
+    openssl)
 
 # Where things go, relative to the target root.
 readonly BINARY_PATH=/usr/local/bin/coaty-edge
@@ -38,8 +38,8 @@ usage() {
 Usage: sudo deploy/install.sh [options]
 
 Installs coaty-edge as the systemd service "coaty-edge" running as the unprivileged user coaty-edge:
-  apt packages      mosquitto, mosquitto-clients, libmosquitto-dev, libgpiod-dev, libi2c-dev, libumockdev-dev,
-                    pkg-config, binutils, jq, openssl
+  apt packages      mosquitto, mosquitto-clients, libmosquitto-dev, libgpiod-dev, libi2c-dev, pkg-config,
+                    binutils, jq, openssl
   binary            swift build -c release --static-swift-stdlib --product coaty-edge (as the user who ran sudo),
                     stripped, to /usr/local/bin/coaty-edge
   users             system user and group coaty-edge; groups i2c and gpio

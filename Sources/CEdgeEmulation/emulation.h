@@ -4,7 +4,7 @@
 #include "CEdgeEmulation.h"
 
 #include <pthread.h>
-#include <umockdev.h>
+#include "umockdev_library.h"
 
 // One lock guards every piece of emulated state: the worker thread's handlers and the API callers.
 extern pthread_mutex_t coaty_emu_lock;

@@ -92,7 +92,9 @@ static void stop_testbed(void) {
 int coaty_emu_start(char *error, size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
     int result = 0;
-    if (testbed == NULL) {
+    if (testbed == NULL && coaty_emu_load_library(error, error_size) != 0) {
+        result = -1;
+    } else if (testbed == NULL) {
         testbed = umockdev_testbed_new();
         handler = umockdev_ioctl_base_new();
         g_signal_connect(handler, "handle-ioctl", G_CALLBACK(on_ioctl), NULL);

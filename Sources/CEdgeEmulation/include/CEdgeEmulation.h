@@ -39,7 +39,13 @@ typedef enum {
     COATY_EMU_FAULT_SLOW_MEASUREMENT,
 } coaty_emu_fault;
 
-/// Creates the process's one umockdev testbed. Calling it again does nothing.
+/// libumockdev's soname. The emulation loads it (and with it GLib) when it starts, not before.
+#define COATY_EMU_UMOCKDEV_LIBRARY "libumockdev.so.0"
+
+/// Whether `library` loads and has every call the emulation makes (it stays loaded).
+int coaty_emu_check_library(const char *library, char *error, size_t error_size);
+
+/// Loads libumockdev and creates the process's one umockdev testbed. Calling it again does nothing.
 int coaty_emu_start(char *error, size_t error_size);
 
 /// Adds /dev/i2c-`number`. Adding an existing bus does nothing.
