@@ -76,25 +76,31 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
         return !jobs.isEmpty
     }
 
-    /// Called before the thread blocks: true, and marked sleeping, when there is no job to run; from then on
-    /// `enqueue` and `wakeIfSleeping` wake it. A caller that queues other work (a publication) for the thread
-    /// calls `wakeIfSleeping` afterwards, so the work is either seen before the thread blocks or wakes it.
-    func prepareToSleep() -> Bool {
+    /// Called before the thread blocks: whether it may sleep (no job to run), then marked sleeping, so that from
+    /// then on `enqueue` and `wakeIfSleeping` wake it; and `hasOtherWork`, asked under the same lock. A caller that
+    /// queues other work for the thread (a publication) calls `wakeIfSleeping` afterwards, so the work is either
+    /// seen here or wakes the thread.
+    func prepareToSleep(hasOtherWork: () -> Bool) -> (canSleep: Bool, hasOtherWork: Bool) {
         state.withLock { state in
             state.isSleeping = state.jobs.isEmpty
-            return state.isSleeping
+            return (state.isSleeping, hasOtherWork())
         }
     }
 
-    /// Called when the thread stops blocking.
+    /// Called when the thread stops blocking, before it does anything else.
     func didWake() {
         state.withLock { $0.isSleeping = false }
     }
 
     /// Wakes the network thread if it sleeps: for work queued outside this executor, such as a publication made
-    /// on another thread.
-    func wakeIfSleeping() {
-        let wake = state.withLock { state in takeWake(&state) }
+    /// on another thread. While the thread sleeps, `doInstead` may do the work here and return whether the thread
+    /// is still needed: it runs under the lock that the thread takes on waking (`didWake`) and while preparing to
+    /// sleep, so the two never do the thread's work at once.
+    func wakeIfSleeping(doInstead: () -> Bool = { true }) {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.isSleeping, doInstead() else { return nil }
+            return takeWake(&state)
+        }
         wake?()
     }
 

@@ -173,8 +173,11 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
         default: try check(rc)
         }
-        // Nothing to do when called on the network thread: it writes before it sleeps again.
-        executor.wakeIfSleeping()
+        // On the network thread there is nothing to do: it writes before it sleeps again. From another thread, while
+        // the network thread sleeps, this thread writes the packet itself rather than waking it for that.
+        executor.wakeIfSleeping { [handle] in
+            mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue || mosquitto_want_write(handle)
+        }
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
@@ -415,9 +418,10 @@ private final class NetworkSession {
     /// Waits until `socket` is readable (or writable, while libmosquitto has packets queued), the wake event fires
     /// or `deadline` passes; does not block when jobs were queued meanwhile. Returns the socket's ready events.
     private func waitForWork(on socket: Int32?, until deadline: ContinuousClock.Instant) -> Int16 {
-        let canSleep = executor.prepareToSleep()
-        // Read after `prepareToSleep`: a packet queued from now on wakes the thread.
-        let writeEvent = socket != nil && mosquitto_want_write(transport.handle) ? Int16(POLLOUT) : 0
+        let handle = transport.handle
+        // A packet queued from now on wakes the thread, or is written by the thread that queued it.
+        let (canSleep, wantsWrite) = executor.prepareToSleep { socket != nil && mosquitto_want_write(handle) }
+        let writeEvent = wantsWrite ? Int16(POLLOUT) : 0
         var descriptors = [
             pollfd(fd: transport.wakeEvent, events: Int16(POLLIN), revents: 0),
             pollfd(fd: socket ?? -1, events: Int16(POLLIN) | writeEvent, revents: 0),

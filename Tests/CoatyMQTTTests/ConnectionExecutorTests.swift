@@ -72,6 +72,39 @@ import Testing
         try await receiver.disconnect()
     }
 
+    /// While the network thread sleeps, a publication from another thread is written by that thread; a packet too
+    /// large for the socket's buffer is finished by the network thread, which must be woken for it (or it would
+    /// wait for the loop's next keepalive check, 15 s away), and what follows keeps its order. Over TLS too, where
+    /// the two threads must never use the TLS session at once.
+    @Test(arguments: [false, true]) func publicationsFromOtherThreadsWhileTheLoopSleeps(tls: Bool) async throws {
+        let certificates = tls ? try TestCertificates() : nil
+        let broker = try await TestBroker.started(TestBroker.Options(tls: certificates))
+        let secure: (inout MQTTConnectOptions) -> Void = { options in
+            guard let certificates else { return }
+            options.tls = MQTTTLSOptions(
+                caFile: certificates.caFile, certFile: certificates.clientCertFile, keyFile: certificates.clientKeyFile)
+        }
+        let connection = try await Connection(broker, clientId: "handover", adjust: secure)
+        let receiver = try await TestClient.connected(to: broker, subscribingTo: ["handover/#"], adjust: secure)
+        let pattern = (0..<65_521).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) }
+        let large = Array(repeatElement(pattern, count: 128).joined())
+        var sent: [MQTTMessage] = []
+        for round in 0..<3 {
+            try await Task.sleep(for: .milliseconds(100))
+            let batch = [MQTTMessage(topic: "handover/\(round)/large", payload: large)]
+                + (0..<50).map { MQTTMessage(topic: "handover/\(round)/\($0)", payload: Array("\($0)".utf8)) }
+            try await Task.detached {
+                for message in batch { try connection.transport.publish(message) }
+            }.value
+            sent += batch
+        }
+        let received = try await receiver.nextMessages(sent.count, timeout: .seconds(10))
+        #expect(received.map(\.topic) == sent.map(\.topic))
+        #expect(received.filter { $0.topic.hasSuffix("/large") }.allSatisfy { $0.payload == large })
+        await connection.transport.disconnect(.clean)
+        try await receiver.disconnect()
+    }
+
     /// The loop pings on its own: an idle connection outlives 1.5 keepalive periods, after which the broker
     /// would close a silent one.
     @Test func anIdleConnectionStaysUpThroughPings() async throws {
