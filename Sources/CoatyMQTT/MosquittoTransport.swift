@@ -13,15 +13,18 @@ import Synchronization
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
 /// `delay(beforeAttempt:)`, and after `maximumAttempts` of them the transport gives up.
 ///
-/// Every libmosquitto call that reads or writes the socket runs on the network thread (other threads only queue
-/// packets), so TLS connections are safe too. Subscriptions are remembered and sent again after every reconnect
-/// (the session is clean); `subscribe` and `unsubscribe` work offline too. Call `disconnect` before releasing the
-/// transport: the network thread keeps it alive until then.
+/// One thread at a time reads or writes the socket: the network thread, or while it sleeps a thread that publishes,
+/// which then writes its packet itself instead of waking the network thread (under the executor's lock, which the
+/// network thread takes before it touches the connection again); so a TLS session is never used by two threads.
+///
+/// Subscriptions are remembered and sent again after every reconnect (the session is clean); `subscribe` and
+/// `unsubscribe` work offline too. Call `disconnect` before releasing the transport: the network thread keeps it
+/// alive until then.
 public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public let connectionEvents: AsyncStream<MQTTConnectionEvent>
     fileprivate let events: AsyncStream<MQTTConnectionEvent>.Continuation
-    /// Other threads only queue packets on it (`publish`, `subscribe`, `unsubscribe` while `state.connected`);
-    /// libmosquitto locks its queues internally in threaded mode.
+    /// Other threads queue packets on it (`publish`, `subscribe`, `unsubscribe` while `state.connected`), and
+    /// write them while the network thread sleeps; libmosquitto locks its queues internally in threaded mode.
     fileprivate let handle: OpaquePointer
     fileprivate let state = Mutex(State())
     /// An eventfd that wakes the network thread: for jobs, for packets queued by other threads, and to stop.

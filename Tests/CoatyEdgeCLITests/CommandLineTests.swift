@@ -283,10 +283,13 @@ import Testing
                 broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal",
                 extra: #", "logging": {"level": "warning"}"#))
 
-        func runUntilReady(_ extra: [String]) async throws -> CommandResult {
+        /// READY=1 comes before the broker connection (the agent runs through a broker outage); `online`: also
+        /// wait for the connection, so that the stop leaves cleanly.
+        func runUntilReady(_ extra: [String], online: Bool = false) async throws -> CommandResult {
             let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify-\(extra.count)").path)
             let agent = try await Executable.start(["run", "--config", config] + extra, environment: ["NOTIFY_SOCKET": notify.name])
             #expect(try await notify.receive() == "READY=1")
+            if online { _ = try await agent.line(containing: " info coaty.communication: online as Normal", onErrors: true) }
             let result = try await agent.stop(with: SIGTERM, within: .seconds(20))
             #expect(result.status == 0, "\(result.errors)")
             return result
@@ -296,7 +299,7 @@ import Testing
         #expect(!quiet.errors.contains(" info "), "\(quiet.errors)")
         #expect(!quiet.errors.contains(" debug "), "\(quiet.errors)")
 
-        let chatty = try await runUntilReady(["--log-level", "debug"])
+        let chatty = try await runUntilReady(["--log-level", "debug"], online: true)
         #expect(chatty.errors.contains(" info coaty-edge.Normal: agent Normal ("), "\(chatty.errors)")
         #expect(chatty.errors.contains(" debug coaty.communication: leaving: Deadvertise sent, disconnecting cleanly\n"), "\(chatty.errors)")
         try await broker.stop()
