@@ -63,6 +63,9 @@ public final class ChildProcess: Sendable {
         process.arguments = command.arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin"
+        // The test process runs under the umockdev preload, with this process's testbed once an emulation started;
+        // a child gets neither unless the command asks (a broker under the preload once missed every SIGHUP).
+        for variable in Self.emulationVariables { environment[variable] = nil }
         environment.merge(command.environment) { $1 }
         process.environment = environment
         if let directory = command.directory { process.currentDirectoryURL = directory }
@@ -80,6 +83,9 @@ public final class ChildProcess: Sendable {
     }
 
     public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// What makes a process run against this process's emulated devices.
+    public static let emulationVariables = ["LD_PRELOAD", "UMOCKDEV_DIR", "COATY_EDGE_UMOCKDEV_REEXECUTED"]
 
     /// A child inherits the signal mask of the thread that spawns it, and the threads that run Swift's tasks block
     /// SIGHUP, SIGINT, SIGTERM and the user signals: a broker started from one never sees a reload or a stop. So

@@ -184,7 +184,7 @@ struct BrokerAccessTests {
         }
         // What the kernel says about the broker's signals, and what the broker wrote, should it happen again.
         let status = (try? String(contentsOfFile: "/proc/\(broker.process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let signals = status.split(separator: "\n").filter { $0.hasPrefix("Sig") || $0.hasPrefix("State") }
+        let signals = status.split(separator: "\n").filter { ["Sig", "ShdPnd", "State"].contains(where: $0.hasPrefix) }
         #expect(reloaded, "\(signals.joined(separator: ", "))\n\(broker.process.errors.text.suffix(2000))")
         let afterwards = try await broker.publish("coaty/3/B/IOV/source-2", "after", as: agentB)
         #expect(afterwards.errors.contains("not authorised"), "\(afterwards.errors)")

@@ -10,9 +10,10 @@ enum Executable {
         return URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("coaty-edge").path
     }()
 
-    /// Variables of this process a child must not inherit: the umockdev preload and testbed (so that `run` with
-    /// emulated devices sets them up itself, as it does outside the tests) and systemd's notification socket.
-    static let isolated = ["LD_PRELOAD", "UMOCKDEV_DIR", "COATY_EDGE_UMOCKDEV_REEXECUTED", "NOTIFY_SOCKET"]
+    /// Variables of this process a child must not inherit besides the emulation's (which ChildProcess drops, so
+    /// that `run` with emulated devices sets them up itself, as it does outside the tests): systemd's
+    /// notification socket.
+    static let isolated = ["NOTIFY_SOCKET"]
 
     /// Runs `coaty-edge ARGUMENTS` to its end (killed after `timeout`).
     static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
