@@ -63,9 +63,8 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
     }
 
     /// Runs the jobs queued now; those they enqueue wait for the next call, so that the thread keeps serving the
-    /// connection. Returns whether any ran.
-    @discardableResult
-    func runJobs() -> Bool {
+    /// connection.
+    func runJobs() {
         let jobs = state.withLock { state in
             defer { state.jobs.removeAll(keepingCapacity: true) }
             return state.jobs
@@ -73,7 +72,6 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
         for job in jobs {
             job.runSynchronously(on: asUnownedTaskExecutor())
         }
-        return !jobs.isEmpty
     }
 
     /// Called before the thread blocks: whether it may sleep (no job to run), then marked sleeping, so that from

@@ -404,18 +404,22 @@ private final class NetworkSession {
                 rc = mosquitto_loop(handle, 0, 1)
                 continue
             }
-            if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-                rc = mosquitto_loop_read(handle, 1)
-                guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
-            }
-            // The rest of a packet that did not fit into the socket's buffer before.
-            if ready & Int16(POLLOUT) != 0 {
-                rc = mosquitto_loop_write(handle, 1)
-                guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
-            }
+            rc = readAndWrite(ready)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             rc = mosquitto_loop_misc(handle)
         }
         return rc
+    }
+
+    /// Reads what arrived and writes what is left of a packet that did not fit into the socket's buffer before, as
+    /// `ready` (the socket's poll events) says; libmosquitto's error, or success.
+    private func readAndWrite(_ ready: Int16) -> Int32 {
+        let handle = transport.handle
+        if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            let rc = mosquitto_loop_read(handle, 1)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return rc }
+        }
+        return ready & Int16(POLLOUT) != 0 ? mosquitto_loop_write(handle, 1) : MOSQ_ERR_SUCCESS.rawValue
     }
 
     /// Waits until `socket` is readable (or writable, while libmosquitto has packets queued), the wake event fires
@@ -457,12 +461,7 @@ private final class NetworkSession {
         let deadline = ContinuousClock.now + .seconds(2)
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {
             let ready = Self.pollBriefly(mosquitto_socket(handle), Int16(POLLIN | POLLOUT))
-            if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-                guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
-            }
-            if ready & Int16(POLLOUT) != 0 {
-                guard mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { return }
-            }
+            guard readAndWrite(ready) == MOSQ_ERR_SUCCESS.rawValue else { return }
         }
         guard mosquitto_disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue else { return }
         while mosquitto_want_write(handle), ContinuousClock.now < deadline {

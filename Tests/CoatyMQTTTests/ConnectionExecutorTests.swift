@@ -149,14 +149,6 @@ import Testing
 
 private func currentThread() -> UInt { UInt(pthread_self()) }
 
-private func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw TestSupportError("timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 private func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { await body() }

@@ -85,7 +85,7 @@ public final class ChildProcess: Sendable {
     public var processIdentifier: Int32 { process.processIdentifier }
 
     /// What makes a process run against this process's emulated devices.
-    public static let emulationVariables = ["LD_PRELOAD", "UMOCKDEV_DIR", "COATY_EDGE_UMOCKDEV_REEXECUTED"]
+    private static let emulationVariables = ["LD_PRELOAD", "UMOCKDEV_DIR", "COATY_EDGE_UMOCKDEV_REEXECUTED"]
 
     /// A child inherits the signal mask of the thread that spawns it, and the threads that run Swift's tasks block
     /// SIGHUP, SIGINT, SIGTERM and the user signals: a broker started from one never sees a reload or a stop. So

@@ -146,7 +146,7 @@ public struct TestSupportError: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it holds; the timeout only guards against hanging.
-func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
+public func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while try !condition() {
         guard ContinuousClock.now < deadline else { throw TestSupportError("timed out waiting for \(what)") }
