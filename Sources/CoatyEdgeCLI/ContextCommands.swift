@@ -5,7 +5,9 @@ import CoatyModel
 /// `coaty-edge context get|set`: the shared IoContexts of the routers, read with Discover and changed with Update.
 public enum ContextCommands {
     /// Members that identify the context or that its router keeps; `set` does not change them.
-    static let protectedKeys: Set<String> = ["coreType", "objectType", "objectId", "name", "parentObjectId", IoRouter.versionProperty]
+    static let protectedKeys: Set<String> = [
+        "coreType", "objectType", "objectId", "name", "parentObjectId", IoRouter.versionProperty, IoRouter.expectedVersionProperty,
+    ]
 
     /// The IoContexts that answer within `timeout` (all of them, or those named `name`), by name.
     public static func discover(_ session: ClientSession, name: String?, timeout: Duration) async -> [IoContext] {
@@ -27,9 +29,11 @@ public enum ContextCommands {
     public static func refusal(forKey key: String) -> String? {
         guard !key.isEmpty else { return "the key is empty" }
         guard protectedKeys.contains(key) else { return nil }
-        return key == IoRouter.versionProperty
-            ? "\(key) is kept by the router: it counts the accepted changes"
-            : "\(key) identifies the context and cannot be changed"
+        switch key {
+        case IoRouter.versionProperty: return "\(key) is kept by the router: it counts the accepted changes"
+        case IoRouter.expectedVersionProperty: return "\(key) asks the router for a check: use --expected-version"
+        default: return "\(key) identifies the context and cannot be changed"
+        }
     }
 
     public enum Outcome: Sendable, Hashable {
@@ -38,16 +42,16 @@ public enum ContextCommands {
         case noAnswer
     }
 
-    /// Sends an Update of the whole context with `key` set to `value`, keeping the `contextVersion` it was read with
-    /// (or `expectedVersion`) so that the router refuses it if the context changed since, and waits for the router's
-    /// Complete.
+    /// Sends an Update of the whole context with `key` set to `value` and waits for the router's Complete. With
+    /// `expectedVersion` the router refuses the change unless the context is still at that version; without it the
+    /// change is accepted whatever happened since the context was read, as Coaty JS agents update a context.
     public static func set(
         _ session: ClientSession, context: IoContext, key: String, value: JSONValue, expectedVersion: Int? = nil,
         timeout: Duration
     ) async throws -> Outcome {
         var updated = context
         updated[key] = value
-        if let expectedVersion { updated[IoRouter.versionProperty] = .number(Double(expectedVersion)) }
+        if let expectedVersion { updated[IoRouter.expectedVersionProperty] = .number(Double(expectedVersion)) }
         for await complete in try session.manager.publishUpdate(UpdateEvent(object: updated.object), timeout: timeout) {
             if let reason = complete.event.privateData?["refused"]?.stringValue {
                 return .refused(reason)

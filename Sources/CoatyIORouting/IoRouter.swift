@@ -22,11 +22,15 @@ public struct IoAssociation: Sendable, Hashable {
 /// Routes the IO sources and actors of one IO context: it manages the IO nodes agents advertise for the context,
 /// associates the pairs its rules accept, and re-evaluates when nodes come and go, when the context changes
 /// through an Update, and when its rules change. It also owns the shared IoContext: any agent can read it with
-/// Discover and change it with Update; each accepted change raises the context's `contextVersion`, and an Update
-/// that carries an older version than the current one is refused.
+/// Discover and change it with Update; each accepted change raises the context's `contextVersion`. As a Coaty JS
+/// router does, it accepts every Update (the last writer wins) unless the Update asks for the optimistic check by
+/// carrying `expectedContextVersion`: then it is refused unless the context is still at that version.
 public final class IoRouter: Controller {
     /// The context member that counts accepted changes.
     public static let versionProperty = "contextVersion"
+    /// The Update member by which a requester asks for the change only if the context is still at that version; the
+    /// router never keeps it in the context.
+    public static let expectedVersionProperty = "expectedContextVersion"
     /// The operation a running router answers with its context and associations (for `coaty-edge rules show`).
     public static let associationsOperation = "coaty-edge.router.associations"
 
@@ -288,14 +292,16 @@ public final class IoRouter: Controller {
             let current = router.context
             guard request.event.object.objectId == current.objectId else { return }
             let currentVersion = current[IoRouter.versionProperty]?.intValue ?? 0
-            if let given = request.event.object[IoRouter.versionProperty]?.intValue, given < currentVersion {
-                logger.info("refused a stale update of IO context \(current.name): version \(given), current \(currentVersion)")
+            if let expected = request.event.object[IoRouter.expectedVersionProperty], expected.intValue != currentVersion {
+                let given = expected.intValue.map(String.init) ?? expected.serialized()
+                logger.info("refused a stale update of IO context \(current.name): expected version \(given), current \(currentVersion)")
                 try? await request.respond(CompleteEvent(
                     object: current.object,
                     privateData: ["refused": .string("stale version \(given); the current version is \(currentVersion)")]))
                 return
             }
             guard var updated = try? IoContext(request.event.object) else { return }
+            updated[IoRouter.expectedVersionProperty] = nil
             updated.parentObjectId = manager.identity.objectId
             updated[IoRouter.versionProperty] = .number(Double(currentVersion + 1))
             router.update { $0.context = updated }

@@ -109,9 +109,9 @@ struct Context: AsyncParsableCommand {
             abstract: "Set a property of an IO context; its router re-evaluates the routing.",
             discussion: """
                 VALUE is read as JSON if it is valid JSON (21.5, true, "emergency", {"a": 1}), else taken as a string. \
-                The whole context is sent as an Update with the contextVersion it was read with, so a change made by \
-                someone else in between is refused; --expected-version N refuses it unless the context is still at \
-                version N. Prints the new version, or why the router refused (exit 1).
+                The whole context is sent as an Update; the last writer wins, as with Coaty JS agents. \
+                --expected-version N asks the router to refuse it unless the context is still at version N (read it \
+                with `context get`). Prints the new version, or why the router refused (exit 1).
                 """)
 
         @OptionGroup var connection: ConnectionOptions

@@ -262,6 +262,11 @@ import Testing
         #expect(stale.errors == "coaty-edge: TemperatureMeasurement: the router refused the update: stale version 0; the current version is 1\n")
         #expect(try await Executable.run(["context", "get", "--context", Agents.contextName] + url).outputLines.dropFirst().first
             == "  operatingState: \"emergency\"")
+        // The expected version that is current is accepted.
+        let checked = try await Executable.run(
+            ["context", "set", "shift", "night", "--expected-version", "1", "--context", Agents.contextName] + url)
+        #expect(checked.status == 0, "\(checked.errors)")
+        #expect(checked.output == "TemperatureMeasurement: shift = \"night\" (version 2)\n")
 
         let unknown = try await Executable.run(["context", "get", "--context", "Nowhere", "--timeout", "0.5"] + url)
         #expect(unknown.status == 1)

@@ -85,6 +85,7 @@ import Testing
         #expect(ContextCommands.refusal(forKey: "operatingState") == nil)
         #expect(ContextCommands.refusal(forKey: "objectId") != nil)
         #expect(ContextCommands.refusal(forKey: "contextVersion")?.contains("kept by the router") == true)
+        #expect(ContextCommands.refusal(forKey: "expectedContextVersion")?.contains("--expected-version") == true)
         #expect(ContextCommands.refusal(forKey: "") != nil)
     }
 }

@@ -140,14 +140,15 @@ struct IoRoutingScenarios {
         #expect(a3Associations.elements == [false])
         #expect(a3Values.elements.isEmpty)
 
-        // A stale Update (older version) is refused and changes nothing.
+        // An Update that asks for the optimistic check with an older version is refused and changes nothing.
         var stale = emergency
         stale["operatingState"] = "normal"
-        stale[IoRouter.versionProperty] = 0
+        stale[IoRouter.expectedVersionProperty] = 0
         let refused = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: stale.object), timeout: .seconds(30)))
         let refusal = try #require(try await refused.wait(count: 1).first)
         #expect(refusal.event.privateData?["refused"]?.stringValue?.contains("stale version 0") == true)
         #expect(router.context["operatingState"] == "emergency")
+        #expect(router.context[IoRouter.versionProperty] == 1)
 
         // An Update made from the current version is accepted, and the version grows again.
         var current = try IoContext(complete.event.object)
@@ -158,6 +159,26 @@ struct IoRoutingScenarios {
         #expect(second.event.object[IoRouter.versionProperty] == 2)
         #expect(router.context["shift"] == "night")
         #expect(router.context["operatingState"] == "emergency")
+
+        // A plain Update is accepted whatever contextVersion it was read with (the last writer wins, as with a Coaty JS
+        // router); one that expects the current version is accepted too, and the router keeps no expectation.
+        var plain = emergency
+        plain["shift"] = "day"
+        let lastWriter = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: plain.object), timeout: .seconds(30)))
+        let third = try #require(try await lastWriter.wait(count: 1).first)
+        #expect(third.event.privateData?["refused"] == nil)
+        #expect(third.event.object[IoRouter.versionProperty] == 3)
+        #expect(router.context["shift"] == "day")
+        var checked = try IoContext(third.event.object)
+        checked["shift"] = "late"
+        checked[IoRouter.expectedVersionProperty] = 3
+        let expecting = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: checked.object), timeout: .seconds(30)))
+        let fourth = try #require(try await expecting.wait(count: 1).first)
+        #expect(fourth.event.privateData?["refused"] == nil)
+        #expect(fourth.event.object[IoRouter.versionProperty] == 4)
+        #expect(fourth.event.object[IoRouter.expectedVersionProperty] == nil)
+        #expect(router.context["shift"] == "late")
+        #expect(router.context[IoRouter.expectedVersionProperty] == nil)
 
         // Shutting the router down disassociates the emergency actor.
         await routerAgent.shutdown()
