@@ -435,7 +435,10 @@ else
     [[ -n $root ]] && broker_user_options+=(--root "$root")
     ((dry_run)) && broker_user_options+=(--dry-run)
     broker_files_digest() {
-        { cat "$root/etc/mosquitto/coaty-edge.passwd" "$root/etc/mosquitto/coaty-edge.acl" 2>/dev/null || true; } | sha256sum
+        local file
+        for file in coaty-edge.passwd coaty-edge-operators.passwd coaty-edge.acl; do
+            cat "$root/etc/mosquitto/$file" 2>/dev/null || true
+        done | sha256sum
     }
     # A password file that a dry run cannot read (or has not made) gives a stand-in; nothing is written then.
     password_of() { if [[ -r $root$1 ]]; then cat "$root$1"; else echo dry-run; fi; }

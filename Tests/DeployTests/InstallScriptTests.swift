@@ -198,7 +198,7 @@ struct InstallScriptTests {
         #expect(
             try status("etc/coaty-edge/broker.password") == FileStatus(uid: serviceUserID, gid: serviceGroupID, permissions: 0o600))
         #expect(try status("etc/coaty-edge/operator.password") == FileStatus(uid: 0, gid: 0, permissions: 0o600))
-        for brokerFile in ["etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge.acl"] {
+        for brokerFile in ["etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge-operators.passwd", "etc/mosquitto/coaty-edge.acl"] {
             #expect(
                 try status(brokerFile)
                     == FileStatus(uid: mosquittoOwner.uid, gid: mosquittoOwner.gid, permissions: 0o600))
@@ -206,10 +206,12 @@ struct InstallScriptTests {
         let agentPassword = try root.read("etc/coaty-edge/broker.password")
         #expect(agentPassword.range(of: #"^[0-9a-f]{32}\n$"#, options: .regularExpression) != nil)
 
-        // The broker knows both users, and the agent's ACL is its configured namespace.
-        let brokerUsers = try root.read("etc/mosquitto/coaty-edge.passwd").split(separator: "\n")
-            .map { $0.prefix { $0 != ":" } }
-        #expect(brokerUsers.sorted() == ["coaty-edge", "coaty-operator"])
+        // The broker knows both users, each on its listener, and the agent's ACL is its configured namespace.
+        func brokerUsers(_ file: String) throws -> [Substring] {
+            try root.read(file).split(separator: "\n").map { $0.prefix { $0 != ":" } }
+        }
+        #expect(try brokerUsers("etc/mosquitto/coaty-edge.passwd") == ["coaty-edge"])
+        #expect(try brokerUsers("etc/mosquitto/coaty-edge-operators.passwd") == ["coaty-operator"])
         let acl = try root.read("etc/mosquitto/coaty-edge.acl")
         #expect(acl.contains("user coaty-edge\ntopic readwrite coaty/3/orchard/#\n"))
         #expect(acl.contains("user coaty-operator\ntopic readwrite coaty/3/#\n"))
