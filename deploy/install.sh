@@ -46,16 +46,17 @@ Installs coaty-edge as the systemd service "coaty-edge" running as the unprivile
   udev rules        /etc/udev/rules.d/99-coaty-edge.rules: /dev/i2c-* to group i2c, /dev/gpiochip* to group gpio
   configuration     /etc/coaty-edge/agent.json and /etc/coaty-edge/rules/*.json from the examples, only where absent
   broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; broker user "coaty-edge" for this
-                    agent (password in /etc/coaty-edge/broker.password, readable by coaty-edge only) and
-                    "coaty-operator" for all namespaces (password in /etc/coaty-edge/operator.password, root only)
+                    agent (password in /etc/coaty-edge/broker.password, readable by coaty-edge only) on the agents'
+                    listener (1883, where the user name is the client id), and "coaty-operator" for all namespaces
+                    on the operators' listener (1884; password in /etc/coaty-edge/operator.password, root only)
   service           /etc/systemd/system/coaty-edge.service, enabled; (re)started when something changed, but not
                     while agent.json is still the unedited example (it switches GPIO 17 and 27): edit it first
 
 Running it again keeps existing configurations, passwords and certificates and restarts only what changed.
 
 Options:
-  --tls              serve MQTT over TLS on port 8883 only, with a local CA made here (/etc/coaty-edge/tls);
-                     stays in effect for later runs
+  --tls              serve MQTT over TLS only (agents on 8883, operators on 8884), with a local CA made here
+                     (/etc/coaty-edge/tls); stays in effect for later runs
   --namespace NAME   Coaty namespace of a newly written agent.json (default: the example's)
   --binary FILE      install FILE instead of building (no Swift toolchain needed)
   --swift FILE       the swift executable to build with (default: found on PATH or in the usual places)
@@ -523,8 +524,10 @@ fi
 step "Configuration"
 if ((tls)); then
     broker_url=mqtts://localhost:8883
+    operator_url="mqtts://localhost:8884 --ca-file $TLS_DIR/ca.crt"
 else
     broker_url=mqtt://localhost:1883
+    operator_url=mqtt://localhost:1884
 fi
 # The example with this machine's login filled in; an agent.json equal to it has not been edited yet.
 agent_config_is_example=0
@@ -616,5 +619,6 @@ else
     note "status:  systemctl status coaty-edge"
     note "logs:    journalctl -u coaty-edge -f"
     note "config:  $AGENT_CONFIG and rules in $RULES_DIR/ (then: systemctl restart coaty-edge)"
-    note "more agents on this broker: sudo deploy/broker-user.sh add NAME NAMESPACE"
+    note "more agents on this broker: sudo deploy/broker-user.sh add NAME NAMESPACE (one login per agent)"
+    note "operator: coaty-edge observe --broker $operator_url --username $OPERATOR_USER --password-file $OPERATOR_PASSWORD_FILE"
 fi
