@@ -61,7 +61,7 @@ public struct BrokerSettings: Sendable {
                 do {
                     try PasswordFilePermissions.check(passwordFile)
                 } catch {
-                    throw CommandFailure(.usage, error.description)
+                    throw CommandFailure(.configuration, error.description)
                 }
             }
             do {

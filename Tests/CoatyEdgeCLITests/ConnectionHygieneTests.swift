@@ -142,7 +142,7 @@ import Testing
         #expect(try await Executable.run(["config", "check", config, "--allow-open-password-file"]).status == 0)
         let client = ["agents", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--username", "alice", "--password-file", password]
         let refusedClient = try await Executable.run(client)
-        #expect(refusedClient.status == 64)
+        #expect(refusedClient.status == 78)
         #expect(refusedClient.errors == "coaty-edge: \(reason)\n")
         let refusedClientConfig = try await Executable.run(["agents", "--config", config])
         #expect(refusedClientConfig.status == 78)
