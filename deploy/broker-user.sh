@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Adds, updates or removes a login of the coaty-edge mosquitto broker: its password (mosquitto_passwd) and its block
 # in the ACL file, which keeps the user to the Coaty topics of one namespace. Reloads the broker when something changed.
+# Agents' logins go to the agents' listener (coaty-edge.passwd), where the broker takes the user name as client id;
+# those for all namespaces (operators) to the operators' listener (coaty-edge-operators.passwd); see coaty-edge.conf.
 set -euo pipefail
 
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -12,8 +14,10 @@ readonly NAMESPACE_PATTERN='^[A-Za-z0-9._-]+$'
 usage() {
     cat <<'EOF'
 Usage:
-  broker-user.sh [options] add NAME NAMESPACE         NAME may read and write coaty/3/NAMESPACE/#
-  broker-user.sh [options] add NAME --all-namespaces  NAME may read and write coaty/3/# (operators, observers)
+  broker-user.sh [options] add NAME NAMESPACE         NAME may read and write coaty/3/NAMESPACE/#, on the agents'
+                                                      listener (1883, 8883 with TLS); one login per agent
+  broker-user.sh [options] add NAME --all-namespaces  NAME may read and write coaty/3/# (operators, observers), on
+                                                      the operators' listener (1884, 8884 with TLS)
   broker-user.sh [options] remove NAME
 
 Without --password-stdin, add generates a password and prints it on standard output (nothing else goes there):
@@ -73,7 +77,9 @@ case $command in
         (($# == 3)) || die "add needs NAME and NAMESPACE (or --all-namespaces)"
         if [[ $3 == --all-namespaces ]]; then
             topic="coaty/3/#"
+            listener=operators
         else
+            listener=agents
             [[ $3 =~ $NAMESPACE_PATTERN ]] || die "namespace \"$3\" must be letters, digits, '.', '_' and '-'"
             topic="coaty/3/$3/#"
         fi
@@ -84,8 +90,14 @@ case $command in
     *) die "unknown command \"$command\" (add or remove)" ;;
 esac
 
-readonly passwd_file="$root/etc/mosquitto/coaty-edge.passwd"
 readonly acl_file="$root/etc/mosquitto/coaty-edge.acl"
+# The password file of the agents' or the operators' listener.
+passwd_file_of() {
+    case $1 in
+        agents) printf '%s' "$root/etc/mosquitto/coaty-edge.passwd" ;;
+        operators) printf '%s' "$root/etc/mosquitto/coaty-edge-operators.passwd" ;;
+    esac
+}
 
 if ((!dry_run)) && ((EUID != 0)) && [[ -z $root ]]; then
     die "must run as root (the broker's files belong to the mosquitto user); try: sudo $0 ..."
@@ -166,9 +178,21 @@ acl_block_of_user() {
 
 current_acl=$work/acl.current
 read_broker_file "$acl_file" "$current_acl" "$DEPLOY_DIR/mosquitto/coaty-edge.acl"
-current_passwd=$work/passwd.current
-read_broker_file "$passwd_file" "$current_passwd" /dev/null
-has_password() { grep -q "^$name:" "$current_passwd"; }
+# The logins of each listener as they are now, in $work/passwd.agents and $work/passwd.operators.
+for each in agents operators; do
+    read_broker_file "$(passwd_file_of "$each")" "$work/passwd.$each" /dev/null
+done
+has_password() { grep -q "^$name:" "$work/passwd.$1"; }
+
+# Writes the logins of listener $1 without NAME; returns 1 when NAME had none there.
+remove_password() {
+    local each=$1 new_passwd=$work/passwd.$1.new
+    has_password "$each" || return 1
+    cp "$work/passwd.$each" "$new_passwd"
+    mosquitto_passwd -D "$new_passwd" "$name" >/dev/null
+    put_broker_file "$new_passwd" "$(passwd_file_of "$each")" || true
+    cp "$new_passwd" "$work/passwd.$each"
+}
 
 changed=0
 case $command in
@@ -184,7 +208,12 @@ case $command in
             changed=1
         fi
 
-        if ((keep_password)) && has_password; then
+        other=$([[ $listener == agents ]] && echo operators || echo agents)
+        if remove_password "$other"; then
+            say "${would}remove $name from the $other' listener"
+            changed=1
+        fi
+        if ((keep_password)) && has_password "$listener"; then
             say "keeping the password of $name"
         else
             if ((password_stdin)); then
@@ -194,15 +223,19 @@ case $command in
                 password=$(openssl rand -hex 16)
             fi
             new_passwd=$work/passwd.new
-            cp "$current_passwd" "$new_passwd"
+            cp "$work/passwd.$listener" "$new_passwd"
             # Through stdin rather than -b, so that the password never shows in the process list.
             printf '%s\n%s\n' "$password" "$password" | mosquitto_passwd "$new_passwd" "$name" >/dev/null
-            if put_broker_file "$new_passwd" "$passwd_file"; then
+            if put_broker_file "$new_passwd" "$(passwd_file_of "$listener")"; then
                 say "${would}set the password of $name"
                 changed=1
             fi
             ((password_stdin)) || printf '%s\n' "$password"
         fi
+        # mosquitto does not start without the password files of both listeners.
+        for each in agents operators; do
+            [[ -f $(passwd_file_of "$each") ]] || put_broker_file "$work/passwd.$each" "$(passwd_file_of "$each")" || true
+        done
         ;;
     remove)
         new_acl=$work/acl.new
@@ -211,14 +244,12 @@ case $command in
             say "${would}remove the ACL block of $name"
             changed=1
         fi
-        if has_password; then
-            new_passwd=$work/passwd.new
-            cp "$current_passwd" "$new_passwd"
-            mosquitto_passwd -D "$new_passwd" "$name"
-            put_broker_file "$new_passwd" "$passwd_file" || true
-            say "${would}remove the password of $name"
-            changed=1
-        fi
+        for each in agents operators; do
+            if remove_password "$each"; then
+                say "${would}remove the password of $name"
+                changed=1
+            fi
+        done
         ((changed)) || say "no user $name"
         ;;
 esac

@@ -63,8 +63,11 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
+# `run` refuses root unless told; the demo runs as whoever starts it, root in a container too.
+run_flags=()
+((EUID == 0)) && run_flags=(--allow-root)
 for agent in router normal-actor emergency-actor sensors; do
-    "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" > >(sed -u "s/^/[$agent] /") 2>&1 &
+    "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" "${run_flags[@]}" > >(sed -u "s/^/[$agent] /") 2>&1 &
     agents+=($!)
 done
 

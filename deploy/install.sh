@@ -46,16 +46,17 @@ Installs coaty-edge as the systemd service "coaty-edge" running as the unprivile
   udev rules        /etc/udev/rules.d/99-coaty-edge.rules: /dev/i2c-* to group i2c, /dev/gpiochip* to group gpio
   configuration     /etc/coaty-edge/agent.json and /etc/coaty-edge/rules/*.json from the examples, only where absent
   broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; broker user "coaty-edge" for this
-                    agent (password in /etc/coaty-edge/broker.password) and "coaty-operator" for all namespaces
-                    (password in /etc/coaty-edge/operator.password, root only)
+                    agent (password in /etc/coaty-edge/broker.password, readable by coaty-edge only) on the agents'
+                    listener (1883, where the user name is the client id), and "coaty-operator" for all namespaces
+                    on the operators' listener (1884; password in /etc/coaty-edge/operator.password, root only)
   service           /etc/systemd/system/coaty-edge.service, enabled; (re)started when something changed, but not
                     while agent.json is still the unedited example (it switches GPIO 17 and 27): edit it first
 
 Running it again keeps existing configurations, passwords and certificates and restarts only what changed.
 
 Options:
-  --tls              serve MQTT over TLS on port 8883 only, with a local CA made here (/etc/coaty-edge/tls);
-                     stays in effect for later runs
+  --tls              serve MQTT over TLS only (agents on 8883, operators on 8884), with a local CA made here
+                     (/etc/coaty-edge/tls); stays in effect for later runs
   --namespace NAME   Coaty namespace of a newly written agent.json (default: the example's)
   --binary FILE      install FILE instead of building (no Swift toolchain needed)
   --swift FILE       the swift executable to build with (default: found on PATH or in the usual places)
@@ -372,23 +373,31 @@ for tool in jq openssl mosquitto_passwd; do
 done
 ((previewable)) || note "(jq, openssl or mosquitto_passwd missing: the dry run shows less detail from here)"
 
-# Passwords are made once and then kept. The agent's is readable by the service's group, the operator's by root only.
+# Passwords are made once and then kept, each readable by its user only (coaty-edge refuses a password file its group
+# or others may read): the agent's by the service user, the operator's by root. An earlier install made the agent's
+# 0640 root:coaty-edge; that is corrected.
 agent_password_created=0
+chown_and_chmod() { chown "$1" "$3" && chmod "$2" "$3"; }
 make_password_file() {
-    local target=$1 group=$2 mode=$3
+    local target=$1 owner=$2 mode=$3 uid gid
     if [[ -e $root$target ]]; then
         note "keeping: $target"
+        uid=$(owner_id "$owner")
+        gid=$(group_id "$owner")
+        if [[ $(stat -c '%a %u %g' "$root$target") != "${mode#0} $uid $gid" ]]; then
+            act "set $target to $mode $owner:$owner" chown_and_chmod "$uid:$gid" "$mode" "$root$target"
+        fi
         return 1
     fi
     if ((dry_run)); then
-        note "would create $target ($mode root:$group) with a random password"
+        note "would create $target ($mode $owner:$owner) with a random password"
         return 0
     fi
     (umask 077 && openssl rand -hex 16 >"$work/password")
-    install_file "$work/password" "$target" "$mode" root "$group"
+    install_file "$work/password" "$target" "$mode" "$owner" "$owner"
 }
 install_dir "$CONFIG_DIR" 0750 root "$SERVICE_USER"
-if make_password_file "$AGENT_PASSWORD_FILE" "$SERVICE_USER" 0640; then agent_password_created=1; fi
+if make_password_file "$AGENT_PASSWORD_FILE" "$SERVICE_USER" 0600; then agent_password_created=1; fi
 make_password_file "$OPERATOR_PASSWORD_FILE" root 0600 || true
 
 # The agent's namespace and broker user come from its configuration when there is one (it is never overwritten).
@@ -427,7 +436,10 @@ else
     [[ -n $root ]] && broker_user_options+=(--root "$root")
     ((dry_run)) && broker_user_options+=(--dry-run)
     broker_files_digest() {
-        { cat "$root/etc/mosquitto/coaty-edge.passwd" "$root/etc/mosquitto/coaty-edge.acl" 2>/dev/null || true; } | sha256sum
+        local file
+        for file in coaty-edge.passwd coaty-edge-operators.passwd coaty-edge.acl; do
+            cat "$root/etc/mosquitto/$file" 2>/dev/null || true
+        done | sha256sum
     }
     # A password file that a dry run cannot read (or has not made) gives a stand-in; nothing is written then.
     password_of() { if [[ -r $root$1 ]]; then cat "$root$1"; else echo dry-run; fi; }
@@ -512,8 +524,10 @@ fi
 step "Configuration"
 if ((tls)); then
     broker_url=mqtts://localhost:8883
+    operator_url="mqtts://localhost:8884 --ca-file $TLS_DIR/ca.crt"
 else
     broker_url=mqtt://localhost:1883
+    operator_url=mqtt://localhost:1884
 fi
 # The example with this machine's login filled in; an agent.json equal to it has not been edited yet.
 agent_config_is_example=0
@@ -605,5 +619,6 @@ else
     note "status:  systemctl status coaty-edge"
     note "logs:    journalctl -u coaty-edge -f"
     note "config:  $AGENT_CONFIG and rules in $RULES_DIR/ (then: systemctl restart coaty-edge)"
-    note "more agents on this broker: sudo deploy/broker-user.sh add NAME NAMESPACE"
+    note "more agents on this broker: sudo deploy/broker-user.sh add NAME NAMESPACE (one login per agent)"
+    note "operator: coaty-edge observe --broker $operator_url --username $OPERATOR_USER --password-file $OPERATOR_PASSWORD_FILE"
 fi

@@ -34,6 +34,7 @@ public final class CommunicationManager: Sendable {
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
     private let rejectedCounter = Counter(label: "coaty_edge_messages_rejected_total")
     private let rejectionLogBudget = LogBudget()
+    private let connectionFailures = ConnectionFailureLog()
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -138,6 +139,11 @@ public final class CommunicationManager: Sendable {
 
     public var statistics: CommunicationStatistics { counters.snapshot }
 
+    /// Why the last connection attempt failed ("TLS: certificate verify failed (unknown CA: ...)", "the broker
+    /// refused the connection: not authorised (CONNACK 5)", "connection refused"); nil once connected, and until
+    /// an attempt of this start failed.
+    public var connectionFailure: String? { connectionFailures.lastReason }
+
     /// The IO nodes advertised in this run; their objectIds change on every start.
     public var ioNodes: [IoNode] { state.withLock { $0.ioNodes } }
 
@@ -168,6 +174,7 @@ public final class CommunicationManager: Sendable {
             return true
         }
         guard started else { return }
+        connectionFailures.reset()
         operatingStateBroadcast.send(.started)
 
         let connectOptions = MQTTConnectOptions(
@@ -282,7 +289,9 @@ public final class CommunicationManager: Sendable {
             }
             communicationStateBroadcast.send(.online)
             drain()
-            logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)")
+            let failedAttempts = connectionFailures.reset()
+            let after = failedAttempts > 0 ? " after \(failedAttempts) failed attempts" : ""
+            logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)\(after)")
         case .connectionLost(let reason):
             let wasOnline = state.withLock { state in
                 defer { state.isOnline = false }
@@ -292,17 +301,34 @@ public final class CommunicationManager: Sendable {
                 counters.reconnects.add(1)
                 reconnectCounter.increment()
                 logger.warning("connection to the broker lost: \(reason)")
+            } else {
+                logConnectFailure(reason)
             }
             communicationStateBroadcast.send(.offline)
         case .reconnecting(let attempt, let delay):
             logger.debug("reconnecting: attempt \(attempt) in \(delay)")
             communicationStateBroadcast.send(.reconnecting(attempt: attempt))
         case .gaveUp(let attempts):
-            logger.error("gave up connecting to the broker after \(attempts) attempts")
+            let reason = connectionFailures.lastReason.map { ": \($0)" } ?? ""
+            logger.error("gave up connecting to the broker at \(options.host):\(options.port) after \(attempts) attempts\(reason)")
             state.withLock { $0.isOnline = false }
             communicationStateBroadcast.send(.offline)
         case .disconnected:
             state.withLock { $0.isOnline = false }
+        }
+    }
+
+    /// A failed attempt to connect, logged by the budget of `ConnectionFailureLog`.
+    private func logConnectFailure(_ reason: String) {
+        let broker = "\(options.host):\(options.port)"
+        switch connectionFailures.failed(reason) {
+        case .failing(let reason, let unlogged)?:
+            let quiet = unlogged > 0 ? " (\(unlogged) failed attempts not logged before)" : ""
+            logger.warning("cannot connect to the broker at \(broker): \(reason)\(quiet)")
+        case .stillFailing(let reason, let attempts)?:
+            logger.warning("still cannot connect to the broker at \(broker): \(reason) (\(attempts) failed attempts since the last message)")
+        case nil:
+            logger.debug("cannot connect to the broker at \(broker): \(reason)")
         }
     }
 

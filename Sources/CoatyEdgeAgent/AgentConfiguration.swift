@@ -33,8 +33,9 @@ public struct AgentConfiguration: Sendable {
     public static let controllerTypes = ["ioRouter", "console"]
 
     /// Reads and checks a configuration file; every error names the file, the JSON path and the reason.
-    public static func load(file: String) throws(ConfigurationError) -> AgentConfiguration {
-        let base = try Configuration.load(file: file)
+    /// `allowsOpenPasswordFile`: see `Configuration.load`.
+    public static func load(file: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> AgentConfiguration {
+        let base = try Configuration.load(file: file, allowsOpenPasswordFile: allowsOpenPasswordFile)
         return try AgentConfiguration(base: base)
     }
 

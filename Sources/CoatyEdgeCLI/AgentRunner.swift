@@ -6,6 +6,10 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `coaty-edge run`: the agent of a configuration file as a service, for systemd or a terminal.
 public enum AgentRunner {
     public struct Settings: Sendable {
@@ -16,6 +20,8 @@ public enum AgentRunner {
         public var logLevel: Logger.Level?
         /// Serves the metrics on this port (on the configuration's metrics host, or the loopback address).
         public var metricsPort: Int?
+        /// Accepts a `passwordFile` that its group or others may read.
+        public var allowsOpenPasswordFile = false
 
         public init(configurationFile: String) {
             self.configurationFile = configurationFile
@@ -27,7 +33,8 @@ public enum AgentRunner {
     public static func load(_ settings: Settings) throws(CommandFailure) -> AgentConfiguration {
         var configuration: AgentConfiguration
         do {
-            configuration = try AgentConfiguration.load(file: settings.configurationFile)
+            configuration = try AgentConfiguration.load(
+                file: settings.configurationFile, allowsOpenPasswordFile: settings.allowsOpenPasswordFile)
         } catch {
             throw CommandFailure(.configuration, "invalid configuration: \(error)")
         }
@@ -48,6 +55,17 @@ public enum AgentRunner {
             configuration.base.metrics = Configuration.MetricsEndpoint(host: configuration.base.metrics?.host ?? "127.0.0.1", port: port)
         }
         return configuration
+    }
+
+    /// An agent needs no more than its devices' groups and its own files; as root, a flaw in it or in a library would
+    /// own the machine. So `run` refuses root unless allowed (`--allow-root`), with the configuration's exit status:
+    /// the systemd unit does not restart it.
+    public static func refuseRoot(unless allowed: Bool, effectiveUser: uid_t = geteuid()) throws(CommandFailure) {
+        guard effectiveUser == 0, !allowed else { return }
+        throw CommandFailure(
+            .configuration,
+            "refusing to run the agent as root: run it as an unprivileged user in the groups of its devices (the "
+                + "systemd unit uses \"coaty-edge\"), or pass --allow-root")
     }
 
     /// Emulated devices need the umockdev preload in the process: re-executes the program with it (same arguments

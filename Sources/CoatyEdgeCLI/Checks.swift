@@ -35,10 +35,10 @@ public enum Checks {
     }
 
     /// Loads an agent configuration with its routers, rules and devices.
-    public static func configuration(_ file: String) -> Report {
+    public static func configuration(_ file: String, allowsOpenPasswordFile: Bool = false) -> Report {
         let configuration: AgentConfiguration
         do {
-            configuration = try AgentConfiguration.load(file: file)
+            configuration = try AgentConfiguration.load(file: file, allowsOpenPasswordFile: allowsOpenPasswordFile)
         } catch {
             return Report(output: "", errors: error.description + "\n", status: .configuration)
         }

@@ -20,6 +20,8 @@ public struct BrokerSettings: Sendable {
     public var keyFile: String?
     /// An agent configuration whose `communication` section gives the defaults.
     public var configurationFile: String?
+    /// Accepts a password file that its group or others may read.
+    public var allowsOpenPasswordFile = false
 
     public init() {}
 
@@ -27,7 +29,8 @@ public struct BrokerSettings: Sendable {
         var options = CommunicationOptions()
         if let configurationFile {
             do {
-                options = try Configuration.load(file: configurationFile).communication
+                options = try Configuration.load(file: configurationFile, allowsOpenPasswordFile: allowsOpenPasswordFile)
+                    .communication
             } catch {
                 throw CommandFailure(.configuration, error.description)
             }
@@ -54,6 +57,13 @@ public struct BrokerSettings: Sendable {
         if allNamespaces { options.shouldEnableCrossNamespacing = true }
         if let username { options.username = username }
         if let passwordFile {
+            if !allowsOpenPasswordFile {
+                do {
+                    try PasswordFilePermissions.check(passwordFile)
+                } catch {
+                    throw CommandFailure(.configuration, error.description)
+                }
+            }
             do {
                 let text = String(decoding: try readFile(passwordFile), as: UTF8.self)
                 options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
@@ -91,7 +101,7 @@ public struct ClientSession: Sendable {
     }
 
     /// Connects, runs `body` once online, then leaves. Fails with `.unavailable` if the broker does not accept the
-    /// connection within `timeout`.
+    /// connection within `timeout`, naming the last attempt's reason.
     public func run<T: Sendable>(
         connectTimeout timeout: Duration, _ body: @escaping @Sendable (ClientSession) async throws -> T
     ) async throws -> T {
@@ -99,9 +109,14 @@ public struct ClientSession: Sendable {
         manager.start()
         let isOnline = await firstElement(of: states, where: \.isOnline, within: timeout) != nil
         guard isOnline else {
+            let failure = manager.connectionFailure
             await manager.stop()
-            let options = manager.options
-            throw CommandFailure(.unavailable, "cannot reach the broker at \(options.host):\(options.port) within \(timeout)")
+            let broker = "\(manager.options.host):\(manager.options.port)"
+            // The reason of the last attempt: the broker's refusal, the TLS library's or the system's error.
+            throw CommandFailure(
+                .unavailable,
+                failure.map { "cannot connect to the broker at \(broker): \($0)" }
+                    ?? "cannot reach the broker at \(broker) within \(timeout)")
         }
         do {
             let result = try await body(self)

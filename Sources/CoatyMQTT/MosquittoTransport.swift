@@ -300,7 +300,9 @@ private final class NetworkSession {
     let deliver: @Sendable (MQTTMessage) -> Void
     /// The outcome of the current attempt's CONNACK, set on this thread by `receiveConnack`.
     var accepted = false
-    var refusal: String?
+    /// Why the current attempt failed, in the words of the broker (a CONNACK refusal) or of the TLS library (from
+    /// libmosquitto's log, its only report of TLS details); the first reason found wins.
+    var failure: String?
 
     init(
         transport: MosquittoTransport, options: MQTTConnectOptions, executor: ConnectionExecutor,
@@ -349,11 +351,13 @@ private final class NetworkSession {
     /// One connection from TCP connect to its end; returns why it ended.
     private func connectAndServe() -> String {
         accepted = false
-        refusal = nil
+        failure = nil
         let handle = transport.handle
         let keepAlive = Int32(options.keepAlive.components.seconds)
+        // Until the broker accepts, libmosquitto's log is read for TLS failures (see `connectionLogged`).
+        mosquitto_log_callback_set(handle, receiveLog)
         var rc = mosquitto_connect_async(handle, options.host, Int32(options.port), keepAlive)
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { return MQTTError.message(rc) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { return failure ?? describe(rc) }
 
         let socket = dup(mosquitto_socket(handle))
         guard socket >= 0 else { return "cannot duplicate the socket: \(String(cString: strerror(errno)))" }
@@ -362,10 +366,11 @@ private final class NetworkSession {
             transport.stopConnection(state)
         }
         rc = serve()
+        // Before anything else can change errno, which `describe` may read.
+        let reason = failure ?? describe(rc)
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             disconnectCleanly()
         }
-        let reason = refusal ?? MQTTError.message(rc)
         let isCleanStop = transport.state.withLock { state in
             state.connected = false
             state.socket = nil
@@ -498,12 +503,14 @@ private final class NetworkSession {
     }
 
     func connackReceived(_ code: Int32) {
+        let handle = transport.handle
+        // Formatting every packet's debug line for it would cost the connected path its speed.
+        mosquitto_log_callback_set(handle, nil)
         guard code == 0 else {
-            refusal = String(cString: mosquitto_connack_string(code))
+            failure = ConnectionFailure.refusal(connack: code)
             return
         }
         accepted = true
-        let handle = transport.handle
         let connected = transport.state.withLock { state in
             guard state.stopMode == nil else { return false }
             state.connected = true
@@ -515,6 +522,27 @@ private final class NetworkSession {
         }
         if connected {
             transport.events.yield(.connected)
+        }
+    }
+}
+
+extension NetworkSession {
+    /// A line of libmosquitto's log while connecting: TLS failures are reported only there.
+    func connectionLogged(level: Int32, _ line: String) {
+        guard failure == nil, level == MOSQ_LOG_ERR else { return }
+        failure = ConnectionFailure.tls(
+            logLine: line, host: options.host, verifyResult: { ConnectionFailure.verifyResult(of: transport.handle) })
+    }
+
+    /// What a libmosquitto result means for a connection; for `MOSQ_ERR_ERRNO` that of `errno`, so call it right after
+    /// the failing call.
+    func describe(_ rc: Int32) -> String {
+        switch rc {
+        case MOSQ_ERR_ERRNO.rawValue where errno == EPROTO && options.tls != nil && !accepted:
+            ConnectionFailure.tlsSessionEnded(withClientCertificate: options.tls?.certFile != nil)
+        case MOSQ_ERR_ERRNO.rawValue: ConnectionFailure.system(errno)
+        case MOSQ_ERR_EAI.rawValue: "cannot resolve the host name \(options.host)"
+        default: MQTTError.message(rc)
         }
     }
 }
@@ -543,6 +571,11 @@ private func runNetworkThread(_ context: UnsafeMutableRawPointer?) -> UnsafeMuta
 private func receiveConnack(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ code: Int32) {
     guard let context else { return }
     Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connackReceived(code)
+}
+
+private func receiveLog(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ level: Int32, _ line: UnsafePointer<CChar>?) {
+    guard let context, let line else { return }
+    Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connectionLogged(level: level, String(cString: line))
 }
 
 /// The latency-critical path: copy out what libmosquitto frees after the callback, and hand it on.

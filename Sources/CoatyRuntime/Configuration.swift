@@ -60,18 +60,21 @@ public struct Configuration: Sendable {
         "$schema", "common", "communication", "controllers", "sharedObjects", "devices", "logging", "metrics",
     ]
 
-    /// Reads and validates a configuration file.
-    public static func load(file path: String) throws(ConfigurationError) -> Configuration {
+    /// Reads and validates a configuration file. Its `passwordFile` must be readable by its owner only unless
+    /// `allowsOpenPasswordFile` (see `PasswordFilePermissions`).
+    public static func load(file path: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> Configuration {
         let bytes: [UInt8]
         do {
             bytes = try readFile(path)
         } catch {
             throw ConfigurationError(file: path, path: nil, reason: error.description)
         }
-        return try parse(bytes, source: path)
+        return try parse(bytes, source: path, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
 
-    public static func parse(_ bytes: [UInt8], source: String) throws(ConfigurationError) -> Configuration {
+    public static func parse(
+        _ bytes: [UInt8], source: String, allowsOpenPasswordFile: Bool = false
+    ) throws(ConfigurationError) -> Configuration {
         let document: JSONValue
         do {
             document = try JSONValue(parsing: bytes)
@@ -79,7 +82,7 @@ public struct Configuration: Sendable {
             throw ConfigurationError(file: source, path: nil, reason: "not valid JSON: \(error)")
         }
         do {
-            return try Configuration(document: JSONCursor(document), source: source)
+            return try Configuration(document: JSONCursor(document), source: source, allowsOpenPasswordFile: allowsOpenPasswordFile)
         } catch {
             throw ConfigurationError(file: source, path: error.path, reason: error.reason)
         }
@@ -100,7 +103,7 @@ public struct Configuration: Sendable {
         metrics = nil
     }
 
-    init(document: JSONCursor, source: String) throws(JSONShapeError) {
+    init(document: JSONCursor, source: String, allowsOpenPasswordFile: Bool) throws(JSONShapeError) {
         self.source = source
         try document.allowOnly(Self.topLevelMembers)
 
@@ -116,7 +119,7 @@ public struct Configuration: Sendable {
         guard let communication = try document.optional("communication") else {
             throw document.error("missing required member \"communication\"")
         }
-        self.communication = try Self.readCommunication(communication)
+        self.communication = try Self.readCommunication(communication, allowsOpenPasswordFile: allowsOpenPasswordFile)
 
         var controllerOptions: [String: JSONCursor] = [:]
         for (name, options) in try document.optional("controllers")?.members() ?? [] {
@@ -223,7 +226,9 @@ public struct Configuration: Sendable {
         return object
     }
 
-    static func readCommunication(_ section: JSONCursor) throws(JSONShapeError) -> CommunicationOptions {
+    static func readCommunication(
+        _ section: JSONCursor, allowsOpenPasswordFile: Bool
+    ) throws(JSONShapeError) -> CommunicationOptions {
         try section.allowOnly([
             "brokerUrl", "namespace", "shouldEnableCrossNamespacing", "username", "password", "passwordFile", "tls",
             "keepAlive", "reconnect",
@@ -252,6 +257,13 @@ public struct Configuration: Sendable {
         options.password = try password?.string()
         if let passwordFile {
             let path = try passwordFile.nonEmptyString()
+            if !allowsOpenPasswordFile {
+                do {
+                    try PasswordFilePermissions.check(path)
+                } catch {
+                    throw passwordFile.error(error.description)
+                }
+            }
             do {
                 let text = String(decoding: try readFile(path), as: UTF8.self)
                 options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())

@@ -13,8 +13,11 @@ struct Config: ParsableCommand {
         @Argument(help: ArgumentHelp("The agent configuration.", valueName: "file"))
         var file: String
 
+        @Flag(help: "Accept a passwordFile that its group or others may read, as `run --allow-open-password-file` does.")
+        var allowOpenPasswordFile = false
+
         func run() throws {
-            try report(Checks.configuration(file))
+            try report(Checks.configuration(file, allowsOpenPasswordFile: allowOpenPasswordFile))
         }
     }
 }

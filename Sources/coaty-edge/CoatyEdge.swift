@@ -8,7 +8,7 @@ struct CoatyEdge: AsyncParsableCommand {
         abstract: "A Coaty agent for sensors and GPIO on Linux single-board computers, and tools to watch and steer agents.",
         discussion: """
             Exit statuses: 0 success; 1 refused or unanswered; 64 wrong command line; 69 broker unreachable; \
-            78 invalid configuration or rule files.
+            78 invalid configuration or rule files, a password file others may read, or run as root.
             """,
         subcommands: [Run.self, Observe.self, Agents.self, Rules.self, Context.self, Shared.self, Config.self])
 }

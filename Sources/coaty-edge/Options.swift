@@ -31,6 +31,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Take the broker, namespace and credentials from this agent configuration.", valueName: "file"))
     var config: String?
 
+    @Flag(help: "Use a password file that its group or others may read (refused otherwise, as ssh refuses such a key).")
+    var allowOpenPasswordFile = false
+
     @Option(help: ArgumentHelp("Seconds to wait for the broker to accept the connection.", valueName: "seconds"))
     var connectTimeout = Seconds(5)
 
@@ -48,6 +51,7 @@ struct ConnectionOptions: ParsableArguments {
         settings.certFile = certFile
         settings.keyFile = keyFile
         settings.configurationFile = config
+        settings.allowsOpenPasswordFile = allowOpenPasswordFile
         return settings
     }
 

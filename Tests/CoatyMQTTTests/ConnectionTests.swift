@@ -123,6 +123,8 @@ import Testing
 
         let events = try await client.events(through: .gaveUp(attempts: 4))
         #expect(events.last == .gaveUp(attempts: 4))
+        // The system's reason for a closed port, each time.
+        #expect(events.filter(isConnectionLost) == Array(repeating: .connectionLost(reason: "connection refused"), count: 5))
         expectBackoff(Array(events.dropLast()), startingAt: 1, policy: policy)
         #expect(events.compactMap(\.attempt) == [1, 2, 3, 4])
         #expect(events.compactMap(\.delay) == [5, 10, 20, 20].map { .milliseconds($0) })
@@ -135,7 +137,7 @@ import Testing
         let refused = try TestClient(options(broker, username: "alice", password: "wrong"))
         #expect(
             try await refused.events(through: .gaveUp(attempts: 0)) == [
-                .connectionLost(reason: "Connection Refused: not authorised."), .gaveUp(attempts: 0),
+                .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"), .gaveUp(attempts: 0),
             ])
         try await refused.disconnect()
     }
@@ -146,7 +148,7 @@ import Testing
             let client = try TestClient(options(broker, username: username, password: password))
             let events = try await client.events(through: .gaveUp(attempts: 0))
             #expect(
-                events.first == .connectionLost(reason: "Connection Refused: not authorised."),
+                events.first == .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"),
                 "\(username ?? "anonymous")")
             try await client.disconnect()
         }
@@ -272,6 +274,7 @@ func isConnectionLost(_ event: MQTTConnectionEvent) -> Bool {
 }
 
 extension MQTTConnectionEvent {
+    var reason: String? { if case .connectionLost(let reason) = self { reason } else { nil } }
     var attempt: Int? { if case .reconnecting(let attempt, _) = self { attempt } else { nil } }
     var delay: Duration? { if case .reconnecting(_, let delay) = self { delay } else { nil } }
 }

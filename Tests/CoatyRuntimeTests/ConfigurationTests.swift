@@ -141,6 +141,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let passwordFile = directory.appendingPathComponent("password")
         try Data("s3cret\n".utf8).write(to: passwordFile)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
         let configFile = directory.appendingPathComponent("agent.json")
         try Data(#"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFile.path)"}}"#.utf8).write(to: configFile)
         let configuration = try Configuration.load(file: configFile.path)
@@ -150,6 +151,35 @@ import Testing
         let missing = directory.appendingPathComponent("absent.json").path
         #expect(throws: ConfigurationError(file: missing, path: nil, reason: "cannot read \(missing): No such file or directory")) {
             try Configuration.load(file: missing)
+        }
+    }
+
+    /// As ssh refuses a private key others may read: the file, the JSON path and what to do, unless allowed.
+    @Test func refusesAPasswordFileThatOthersMayRead() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-config-\(CoatyUUID.random())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let passwordFile = directory.appendingPathComponent("password")
+        try Data("s3cret\n".utf8).write(to: passwordFile)
+        let json = Array(#"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFile.path)"}}"#.utf8)
+        for (mode, reason) in [
+            (0o644, "is readable by others (0644)"), (0o640, "is readable by its group (0640)"),
+            (0o620, "is accessible by its group (0620)"), (0o604, "is readable by others (0604)"),
+        ] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: passwordFile.path)
+            #expect(
+                throws: ConfigurationError(
+                    file: "m.json", path: JSONPath([.key("communication"), .key("passwordFile")]),
+                    reason: "\(passwordFile.path) \(reason); chmod 600 it (or allow it with --allow-open-password-file)")
+            ) {
+                try Configuration.parse(json, source: "m.json")
+            }
+            let allowed = try Configuration.parse(json, source: "m.json", allowsOpenPasswordFile: true)
+            #expect(allowed.communication.password == "s3cret")
+        }
+        for mode in [0o600, 0o400] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: passwordFile.path)
+            #expect(try Configuration.parse(json, source: "m.json").communication.password == "s3cret")
         }
     }
 }

@@ -2,21 +2,26 @@ import CoatyTestSupport
 import Foundation
 import Testing
 
-/// A real mosquitto running one of the shipped broker configurations, changed in two ways only: it listens on a free
-/// port of 127.0.0.1, and its files are under a target root instead of /.
+/// A real mosquitto running one of the shipped broker configurations, changed in two ways only: its listeners (the
+/// agents' and the operators') listen on free ports of 127.0.0.1, and its files are under a target root instead of /.
 private struct Broker {
     let root: ScratchDirectory
+    /// The agents' listener.
     let port: Int
+    let operatorPort: Int
     let process: ChildProcess
 
-    /// `configuration` is relative to the root; `shippedPort` is the port its listener line names.
-    init(root: ScratchDirectory, configuration: String, shippedPort: Int) async throws {
+    /// `configuration` is relative to the root; `shippedPorts` are the ports its listener lines name.
+    init(root: ScratchDirectory, configuration: String, shippedPorts: (agents: Int, operators: Int)) async throws {
         self.root = root
         port = try freePort()
+        operatorPort = try freePort()
         var text = try root.read(configuration)
-        let listener = "\nlistener \(shippedPort)\n"
-        try #require(text.contains(listener))
-        text = text.replacingOccurrences(of: listener, with: "\nlistener \(port) 127.0.0.1\n")
+        for (shipped, local) in [(shippedPorts.agents, port), (shippedPorts.operators, operatorPort)] {
+            let listener = "\nlistener \(shipped)\n"
+            try #require(text.contains(listener))
+            text = text.replacingOccurrences(of: listener, with: "\nlistener \(local) 127.0.0.1\n")
+        }
         text = text.replacingOccurrences(of: " /etc/mosquitto/", with: " \(root.path)/etc/mosquitto/")
         let settings = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
         try #require(!settings.contains { $0.contains(" /etc/") })
@@ -28,10 +33,14 @@ private struct Broker {
     struct Login {
         var user: String
         var password: String
+        /// Logs in on the operators' listener.
+        var isOperator = false
     }
 
+    /// mosquitto_pub's and mosquitto_sub's arguments for a login, on its listener (an anonymous client on the agents').
     func clientArguments(_ login: Login?, host: String = "127.0.0.1", tls: [String] = []) -> [String] {
-        ["-h", host, "-p", "\(port)"] + (login.map { ["-u", $0.user, "-P", $0.password] } ?? []) + tls
+        let port = login?.isOperator == true ? operatorPort : port
+        return ["-h", host, "-p", "\(port)"] + (login.map { ["-u", $0.user, "-P", $0.password] } ?? []) + tls
     }
 
     /// Publishes at QoS 1: mosquitto_pub returns only after the broker acknowledged, that is, after the broker dealt
@@ -73,7 +82,10 @@ private struct Broker {
 struct BrokerAccessTests {
     private let root: ScratchDirectory
     private let agentA: Broker.Login
+    /// A second agent of namespace A, and of B: a login holds one connection (the broker's client id is the user name).
+    private let agentA2: Broker.Login
     private let agentB: Broker.Login
+    private let agentB2: Broker.Login
     private let operatorLogin: Broker.Login
 
     init() async throws {
@@ -83,8 +95,12 @@ struct BrokerAccessTests {
             atPath: Deploy.path("mosquitto/coaty-edge.conf"), toPath: root.file("etc/mosquitto/conf.d/coaty-edge.conf").path)
         self.root = root
         agentA = try await Self.addUser("agent-a", "A", in: root)
+        agentA2 = try await Self.addUser("agent-a2", "A", in: root)
         agentB = try await Self.addUser("agent-b", "B", in: root)
-        operatorLogin = try await Self.addUser("coaty-operator", "--all-namespaces", in: root)
+        agentB2 = try await Self.addUser("agent-b2", "B", in: root)
+        var operatorLogin = try await Self.addUser("coaty-operator", "--all-namespaces", in: root)
+        operatorLogin.isOperator = true
+        self.operatorLogin = operatorLogin
     }
 
     private static func addUser(_ name: String, _ namespace: String, in root: ScratchDirectory) async throws -> Broker.Login {
@@ -94,7 +110,7 @@ struct BrokerAccessTests {
     }
 
     private func startBroker() async throws -> Broker {
-        try await Broker(root: root, configuration: "etc/mosquitto/conf.d/coaty-edge.conf", shippedPort: 1883)
+        try await Broker(root: root, configuration: "etc/mosquitto/conf.d/coaty-edge.conf", shippedPorts: (1883, 1884))
     }
 
     @Test("an agent publishes and subscribes in its own namespace, with Coaty's wildcard subscriptions")
@@ -102,11 +118,11 @@ struct BrokerAccessTests {
         let broker = try await startBroker()
         let subscriber = try await broker.subscribe(
             ["coaty/3/A/ADV:Identity/+", "coaty/3/A/IOV/+"], as: agentA, count: 2)
-        #expect(try await broker.publish("coaty/3/A/ADV:Identity/agent-a", #"{"object":{}}"#, as: agentA).succeeded)
-        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
+        #expect(try await broker.publish("coaty/3/A/ADV:Identity/agent-a2", #"{"object":{}}"#, as: agentA2).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA2).succeeded)
         #expect(
             try await Broker.received(by: subscriber) == [
-                #"coaty/3/A/ADV:Identity/agent-a {"object":{}}"#, "coaty/3/A/IOV/source-1 21.5",
+                #"coaty/3/A/ADV:Identity/agent-a2 {"object":{}}"#, "coaty/3/A/IOV/source-1 21.5",
             ])
     }
 
@@ -119,7 +135,7 @@ struct BrokerAccessTests {
         let everywhere = try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1)
         let intrusion = try await broker.publish("coaty/3/B/IOV/source-1", "from A", as: agentA)
         #expect(intrusion.succeeded)
-        #expect(try await broker.publish("coaty/3/B/IOV/source-2", "from B", as: agentB).succeeded)
+        #expect(try await broker.publish("coaty/3/B/IOV/source-2", "from B", as: agentB2).succeeded)
         #expect(try await Broker.received(by: inB) == ["coaty/3/B/IOV/source-2 from B"])
         #expect(try await Broker.received(by: everywhere) == ["coaty/3/B/IOV/source-2 from B"])
     }
@@ -132,7 +148,7 @@ struct BrokerAccessTests {
         let subscriber = try await broker.subscribe(
             ["coaty/3/B/#", "coaty/3/+/IOV/+", "#"], as: agentA, count: 1)
         #expect(try await broker.publish("coaty/3/B/IOV/source-2", "from B", as: agentB).succeeded)
-        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "from A", as: agentA).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "from A", as: agentA2).succeeded)
         #expect(try await Broker.received(by: subscriber) == ["coaty/3/A/IOV/source-1 from A"])
     }
 
@@ -155,6 +171,8 @@ struct BrokerAccessTests {
     func lastWill() async throws {
         let broker = try await startBroker()
         let everywhere = try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1)
+        // Both connect as agent-a (the broker's client id for the login, whatever the client asks for); the first is
+        // gone, will and all, before the second connects.
         for (clientID, willTopic) in [("agent-a-intruder", "coaty/3/B/DAD/agent-a"), ("agent-a", "coaty/3/A/DAD/agent-a")] {
             let client = try await ChildProcess(
                 Command(
@@ -163,9 +181,68 @@ struct BrokerAccessTests {
                         + ["--will-topic", willTopic, "--will-qos", "1", "--will-payload", #"{"objectIds":["agent-a"]}"#]))
             try await client.line(containing: "received CONNACK (0)")
             try await client.stop(with: SIGKILL)
-            try await broker.process.line(containing: "Client \(clientID) closed its connection", onErrors: true)
+            if clientID != agentA.user {
+                try await broker.process.line(containing: "Client \(agentA.user) closed its connection", onErrors: true)
+            }
         }
         #expect(try await Broker.received(by: everywhere) == [#"coaty/3/A/DAD/agent-a {"objectIds":["agent-a"]}"#])
+    }
+
+    /// MQTT lets a client displace another by connecting with its client id. On the agents' listener the broker takes
+    /// the user name as client id, so B, connecting with A's client id (the one A chose, or its user name), displaces
+    /// nobody: A keeps its one connection and still receives.
+    @Test("a login cannot displace another namespace's agent by taking its client id")
+    func clientIdsBelongToLogins() async throws {
+        let broker = try await startBroker()
+        let agentAClientId = "Coaty5e4a0b1c2d3e4f508a"
+        let subscriber = try await ChildProcess(
+            Command(
+                ["stdbuf", "-oL", "mosquitto_sub", "-d", "-v", "-q", "1", "-C", "1", "-i", agentAClientId, "-t", "coaty/3/A/#"]
+                    + broker.clientArguments(agentA)))
+        try await subscriber.line(containing: "Subscribed (mid")
+        for clientId in [agentAClientId, agentA.user] {
+            let intruder = try await Command(
+                ["mosquitto_pub"] + broker.clientArguments(agentB) + ["-i", clientId, "-q", "1", "-t", "coaty/3/B/IOV/x", "-m", "hi"]
+            ).run(timeout: .seconds(20))
+            #expect(intruder.succeeded, "\(intruder.errors)")
+        }
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "still here", as: operatorLogin).succeeded)
+        #expect(try await Broker.received(by: subscriber) == ["coaty/3/A/IOV/source-1 still here"])
+        #expect(subscriber.output.text.components(separatedBy: "received CONNACK").count - 1 == 1, "\(subscriber.output.text)")
+        #expect(!broker.process.errors.text.contains("already connected, closing old connection"), "\(broker.process.errors.text)")
+    }
+
+    /// Operators run several clients at once with one login (observe and agents, each with its own client id, as the
+    /// CLI makes them): on their listener neither displaces the other.
+    @Test("two operator clients at once both stay connected")
+    func operatorsRunSeveralClients() async throws {
+        let broker = try await startBroker()
+        let observers = [
+            try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1),
+            try await broker.subscribe(["coaty/3/A/#"], as: operatorLogin, count: 1),
+        ]
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
+        for observer in observers {
+            #expect(try await Broker.received(by: observer) == ["coaty/3/A/IOV/source-1 21.5"])
+            #expect(observer.output.text.components(separatedBy: "received CONNACK").count - 1 == 1, "\(observer.output.text)")
+        }
+        #expect(!broker.process.errors.text.contains("already connected, closing old connection"), "\(broker.process.errors.text)")
+    }
+
+    /// Each listener knows only its own logins: an agent's login is refused on the operators' listener, where client ids
+    /// are free, and the operator's on the agents' listener.
+    @Test("agents and operators log in on their own listeners only")
+    func listenersKeepTheirLogins() async throws {
+        let broker = try await startBroker()
+        var agentAsOperator = agentA
+        agentAsOperator.isOperator = true
+        var operatorAsAgent = operatorLogin
+        operatorAsAgent.isOperator = false
+        for login in [agentAsOperator, operatorAsAgent] {
+            let result = try await broker.publish("coaty/3/A/IOV/source-1", "x", as: login)
+            #expect(!result.succeeded)
+            #expect(result.errors.contains("not authorised"), "\(login): \(result.errors)")
+        }
     }
 
     @Test("a user removed with broker-user.sh is refused after the broker reloads")
@@ -174,7 +251,7 @@ struct BrokerAccessTests {
         #expect(try await broker.publish("coaty/3/B/IOV/source-2", "before", as: agentB).succeeded)
         let removal = try await Command(Deploy.path("broker-user.sh"), "--root", root.path, "remove", agentB.user).run()
         #expect(removal.succeeded, "\(removal.errors)")
-        #expect(!(try root.read("etc/mosquitto/coaty-edge.acl")).contains("agent-b"))
+        #expect(!(try root.read("etc/mosquitto/coaty-edge.acl")).contains("user agent-b\n"))
         // Once, under a full parallel test run, the broker logged no reload within 20 s of a single SIGHUP (cause not
         // found); signalling again is what an operator would do, and the reload is still checked by its effect below.
         var reloaded = false
@@ -192,8 +269,8 @@ struct BrokerAccessTests {
     }
 }
 
-/// The TLS variant exactly as `install.sh --tls` sets it up (local CA, broker certificate, the agent's login), so it
-/// runs as root; the foreign CA is made here with openssl.
+/// The TLS variant exactly as `install.sh --tls` sets it up (local CA, broker certificate, the agent's and the
+/// operator's logins), so it runs as root; the foreign CA is made here with openssl.
 @Suite(
     "TLS broker",
     .enabled(if: Deploy.isRoot && Deploy.has("mosquitto", "mosquitto_pub", "mosquitto_sub", "stdbuf", "openssl", "jq")),
@@ -214,14 +291,17 @@ struct TLSBrokerTests {
         #expect(agentConfig.contains(#""caFile": "/etc/coaty-edge/tls/ca.crt""#))
 
         let broker = try await Broker(
-            root: root, configuration: "etc/mosquitto/conf.d/coaty-edge-tls.conf", shippedPort: 8883)
+            root: root, configuration: "etc/mosquitto/conf.d/coaty-edge-tls.conf", shippedPorts: (8883, 8884))
         let agent = Broker.Login(
             user: "coaty-edge", password: try root.read("etc/coaty-edge/broker.password").trimmingCharacters(in: .newlines))
+        let operatorLogin = Broker.Login(
+            user: "coaty-operator",
+            password: try root.read("etc/coaty-edge/operator.password").trimmingCharacters(in: .newlines), isOperator: true)
         let trusted = ["--cafile", root.file("etc/coaty-edge/tls/ca.crt").path]
 
-        // The agent's URL names localhost, which the broker's certificate must carry.
+        // The agent's URL names localhost, which the broker's certificate must carry; so does the operators' listener.
         let subscriber = try await broker.subscribe(
-            ["coaty/3/greenhouse/IOV/+"], as: agent, count: 1, host: "localhost", tls: trusted)
+            ["coaty/3/greenhouse/IOV/+"], as: operatorLogin, count: 1, host: "localhost", tls: trusted)
         #expect(try await broker.publish("coaty/3/greenhouse/IOV/soc", "48.2", as: agent, host: "localhost", tls: trusted).succeeded)
         #expect(try await Broker.received(by: subscriber) == ["coaty/3/greenhouse/IOV/soc 48.2"])
 

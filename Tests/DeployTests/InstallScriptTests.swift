@@ -68,7 +68,7 @@ struct InstallScriptTests {
             "would create system user coaty-edge (no login, no home)",
             "would install /etc/udev/rules.d/99-coaty-edge.rules (0644 root:root)",
             "would create /etc/coaty-edge/ (0750 root:coaty-edge)",
-            "would create /etc/coaty-edge/broker.password (0640 root:coaty-edge) with a random password",
+            "would create /etc/coaty-edge/broker.password (0600 coaty-edge:coaty-edge) with a random password",
             "would create /etc/coaty-edge/operator.password (0600 root:root) with a random password",
             "would set the ACL of coaty-edge: read and write coaty/3/greenhouse/#",
             "would set the ACL of coaty-operator: read and write coaty/3/#",
@@ -165,6 +165,7 @@ struct InstallScriptTests {
         let passwd = root.file("etc/passwd")
         let group = root.file("etc/group")
         let serviceUser = try #require(try databaseEntry("coaty-edge", in: passwd))
+        let serviceUserID = try #require(UInt32(serviceUser[2]))
         #expect(serviceUser[5] == "/nonexistent")
         #expect(serviceUser[6] == "/usr/sbin/nologin")
         let serviceGroupID = try #require(try databaseEntry("coaty-edge", in: group).flatMap { UInt32($0[2]) })
@@ -193,9 +194,11 @@ struct InstallScriptTests {
         #expect(try status("etc/coaty-edge") == FileStatus(uid: 0, gid: serviceGroupID, permissions: 0o750))
         #expect(try status("etc/coaty-edge/rules") == FileStatus(uid: 0, gid: serviceGroupID, permissions: 0o750))
         #expect(try status("etc/coaty-edge/agent.json") == FileStatus(uid: 0, gid: serviceGroupID, permissions: 0o640))
-        #expect(try status("etc/coaty-edge/broker.password") == FileStatus(uid: 0, gid: serviceGroupID, permissions: 0o640))
+        // Readable by the agent only: coaty-edge refuses a password file that its group or others may read.
+        #expect(
+            try status("etc/coaty-edge/broker.password") == FileStatus(uid: serviceUserID, gid: serviceGroupID, permissions: 0o600))
         #expect(try status("etc/coaty-edge/operator.password") == FileStatus(uid: 0, gid: 0, permissions: 0o600))
-        for brokerFile in ["etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge.acl"] {
+        for brokerFile in ["etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge-operators.passwd", "etc/mosquitto/coaty-edge.acl"] {
             #expect(
                 try status(brokerFile)
                     == FileStatus(uid: mosquittoOwner.uid, gid: mosquittoOwner.gid, permissions: 0o600))
@@ -203,10 +206,12 @@ struct InstallScriptTests {
         let agentPassword = try root.read("etc/coaty-edge/broker.password")
         #expect(agentPassword.range(of: #"^[0-9a-f]{32}\n$"#, options: .regularExpression) != nil)
 
-        // The broker knows both users, and the agent's ACL is its configured namespace.
-        let brokerUsers = try root.read("etc/mosquitto/coaty-edge.passwd").split(separator: "\n")
-            .map { $0.prefix { $0 != ":" } }
-        #expect(brokerUsers.sorted() == ["coaty-edge", "coaty-operator"])
+        // The broker knows both users, each on its listener, and the agent's ACL is its configured namespace.
+        func brokerUsers(_ file: String) throws -> [Substring] {
+            try root.read(file).split(separator: "\n").map { $0.prefix { $0 != ":" } }
+        }
+        #expect(try brokerUsers("etc/mosquitto/coaty-edge.passwd") == ["coaty-edge"])
+        #expect(try brokerUsers("etc/mosquitto/coaty-edge-operators.passwd") == ["coaty-operator"])
         let acl = try root.read("etc/mosquitto/coaty-edge.acl")
         #expect(acl.contains("user coaty-edge\ntopic readwrite coaty/3/orchard/#\n"))
         #expect(acl.contains("user coaty-operator\ntopic readwrite coaty/3/#\n"))
@@ -278,6 +283,10 @@ struct InstallScriptTests {
         try Data(edited.utf8).write(to: root.file("etc/coaty-edge/agent.json"))
         let passwords = try (root.read("etc/coaty-edge/broker.password"), root.read("etc/coaty-edge/operator.password"))
         let brokerPasswords = try root.read("etc/mosquitto/coaty-edge.passwd")
+        // As an earlier install.sh left it: the agent's password readable by the service's group.
+        let agentPassword = root.file("etc/coaty-edge/broker.password").path
+        let agentPasswordOwner = try FileManager.default.attributesOfItem(atPath: agentPassword)[.ownerAccountID]
+        #expect(chown(agentPassword, 0, gid_t(getgid())) == 0 && chmod(agentPassword, 0o640) == 0)
 
         let rebuild = try FakeSwift(product: "/bin/false")
         let second = try await install(["--root", root.path], path: rebuild.path)
@@ -289,6 +298,10 @@ struct InstallScriptTests {
         #expect(replacedBinary.status == 1)
         #expect(try root.read("etc/coaty-edge/agent.json") == edited)
         #expect(try root.read("etc/coaty-edge/broker.password") == passwords.0)
+        #expect(second.output.contains("set /etc/coaty-edge/broker.password to 0600 coaty-edge:coaty-edge"), "\(second.output)")
+        let corrected = try FileManager.default.attributesOfItem(atPath: agentPassword)
+        #expect(corrected[.posixPermissions] as? Int == 0o600)
+        #expect(corrected[.ownerAccountID] as? Int == agentPasswordOwner as? Int)
         #expect(try root.read("etc/coaty-edge/operator.password") == passwords.1)
         #expect(try root.read("etc/mosquitto/coaty-edge.passwd") == brokerPasswords)
         let acl = try root.read("etc/mosquitto/coaty-edge.acl")

@@ -153,6 +153,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let passwordFile = directory.appendingPathComponent("broker.password")
         try Data("s3cret\n".utf8).write(to: passwordFile)
+        // Readable by its owner only: a password file open to others is refused.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
         let json = #"""
             {"communication": {
               "brokerUrl": "mqtts://127.0.0.1:\#(broker.port)", "username": "greenhouse-pi", "passwordFile": "\#(passwordFile.path)",

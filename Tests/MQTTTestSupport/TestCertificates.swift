@@ -11,7 +11,9 @@ public final class TestCertificates: Sendable {
     private let directory: TemporaryDirectory
 
     /// `serverAltName` is the server certificate's subject alternative name, e.g. `IP:127.0.0.1` or `DNS:elsewhere`.
-    public init(serverAltName: String = "IP:127.0.0.1") throws {
+    /// A second authority needs a name of its own: OpenSSL finds an issuer by name, and one of the same name fails
+    /// the signature check instead of being unknown.
+    public init(serverAltName: String = "IP:127.0.0.1", authorityName: String = "coaty-edge test CA") throws {
         let directory = try TemporaryDirectory("pki")
         self.directory = directory
         func path(_ name: String) -> String { directory.url.appending(path: name).path }
@@ -21,7 +23,7 @@ public final class TestCertificates: Sendable {
         try runTool(
             "openssl",
             ["req", "-x509"] + ecKey + [
-                "-keyout", path("ca.key"), "-out", caFile, "-days", "2", "-subj", "/CN=coaty-edge test CA",
+                "-keyout", path("ca.key"), "-out", caFile, "-days", "2", "-subj", "/CN=\(authorityName)",
             ])
         let extensions = path("server.ext")
         try "subjectAltName=\(serverAltName)\n".write(toFile: extensions, atomically: true, encoding: .utf8)

@@ -38,7 +38,9 @@ cat >"$work/agent.json" <<JSON
   "logging": {"level": "warning"}
 }
 JSON
-"$bin" run --config "$work/agent.json" &
+run_flags=()
+((EUID == 0)) && run_flags=(--allow-root)  # `run` refuses root unless told
+"$bin" run --config "$work/agent.json" "${run_flags[@]}" &
 agent=$!
 pids+=("$agent")
 sleep 5  # settle: connect, associate, first reads

@@ -16,19 +16,26 @@ enum Executable {
     static let isolated = ["NOTIFY_SOCKET"]
 
     /// Runs `coaty-edge ARGUMENTS` to its end (killed after `timeout`).
-    static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> CommandResult {
-        try await command(arguments, environment: environment).run(timeout: timeout)
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60), allowRoot: Bool = true
+    ) async throws -> CommandResult {
+        try await command(arguments, environment: environment, allowRoot: allowRoot).run(timeout: timeout)
     }
 
     /// Starts `coaty-edge ARGUMENTS`; every wait on it has a time limit.
-    static func start(_ arguments: [String], environment: [String: String] = [:]) async throws -> CoatyTestSupport.ChildProcess {
-        try await CoatyTestSupport.ChildProcess(command(arguments, environment: environment))
+    static func start(
+        _ arguments: [String], environment: [String: String] = [:], allowRoot: Bool = true
+    ) async throws -> CoatyTestSupport.ChildProcess {
+        try await CoatyTestSupport.ChildProcess(command(arguments, environment: environment, allowRoot: allowRoot))
     }
 
-    /// Children start through env(1), which drops the isolated variables the test does not set itself.
-    static func command(_ arguments: [String], environment: [String: String]) -> Command {
+    /// Children start through env(1), which drops the isolated variables the test does not set itself. Every
+    /// `coaty-edge run` of the tests starts here: with `allowRoot` it gets `--allow-root`, since the tests may run as
+    /// root (in containers and CI they do), which `run` refuses otherwise.
+    static func command(_ arguments: [String], environment: [String: String], allowRoot: Bool = true) -> Command {
         let unset = isolated.filter { environment[$0] == nil }.flatMap { ["-u", $0] }
-        return Command(unset + [path] + arguments, environment: environment)
+        let rootFlag = allowRoot && arguments.first == "run" && !arguments.contains("--allow-root") ? ["--allow-root"] : []
+        return Command(unset + [path] + arguments + rootFlag, environment: environment)
     }
 }
 
