@@ -54,7 +54,7 @@ let package = Package(
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
         .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
-        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "JsonLogic"]),
+        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "CoatyModel", "JsonLogic"]),
 
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(

@@ -2,30 +2,37 @@ import CoatyIORouting
 import CoatyRuntime
 import RoutingRules
 
-/// Gives a router the rules of a directory of JSON rule files, again whenever they change on disk. A change
-/// that does not load is logged with file, JSON path and reason, and the router keeps its last good rules.
+/// Gives a router the rules of a rules path (a directory of JSON rule files, or one file), again whenever they
+/// change on disk, also when the path itself is replaced. A change that does not load is logged with file, JSON
+/// path and reason, and the router keeps its last good rules.
 final class RuleFilesController: Controller {
     private let router: IoRouter
-    private let directory: String
+    private let path: String
     private let initial: RoutingRuleSet
 
-    init(router: IoRouter, directory: String, initial: RoutingRuleSet) {
+    init(router: IoRouter, path: String, initial: RoutingRuleSet) {
         self.router = router
-        self.directory = directory
+        self.path = path
         self.initial = initial
     }
 
     func whileStarted(_ context: ControllerContext) async {
         var current = initial
-        for await outcome in RuleDirectoryWatcher(directory: directory) {
+        if !initial.warnings.isEmpty {
+            context.logger.warning("\(initial.warnings.map(\.description).joined(separator: "\n"))")
+        }
+        for await outcome in RulePathWatcher(path: path) {
             switch outcome {
             case .success(let rules):
                 guard rules != current else { continue }
                 current = rules
-                context.logger.notice("reloaded \(rules.rules.count) routing rules from \(directory)")
+                context.logger.notice("reloaded \(rules.rules.count) routing rules from \(path)")
+                if !rules.warnings.isEmpty {
+                    context.logger.warning("\(rules.warnings.map(\.description).joined(separator: "\n"))")
+                }
                 router.setRules(rules)
             case .failure(let error):
-                context.logger.error("rules in \(directory) not reloaded, keeping the last good ones:\n\(error)")
+                context.logger.error("rules in \(path) not reloaded, keeping the last good ones:\n\(error)")
             }
         }
     }
