@@ -204,12 +204,15 @@ extension Operation {
 
     /// A key `missing` looks up: a path, or `[path, default]` as `var` takes it.
     private static func missingKey(_ key: JSONValue, at location: JSONPath) -> JsonLogicDataReference {
+        func components(_ path: JSONValue?) -> [String] {
+            (VariablePath.components(of: path.map(Node.literal)) ?? []).map(String.init)
+        }
         if case .array(let pathAndDefault) = key {
             return JsonLogicDataReference(
-                path: .literal((VariablePath.components(of: pathAndDefault.first.map(Node.literal)) ?? []).map(String.init)),
-                location: location.appending(0), hasDefault: pathAndDefault.count > 1)
+                path: .literal(components(pathAndDefault.first)), location: location.appending(0),
+                hasDefault: pathAndDefault.count > 1)
         }
-        return missingKey(.literal(key), at: location)
+        return JsonLogicDataReference(path: .literal(components(key)), location: location, hasDefault: false)
     }
 
     private static func missingKey(_ key: Node, at location: JSONPath) -> JsonLogicDataReference {
