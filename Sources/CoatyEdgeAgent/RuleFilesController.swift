@@ -21,10 +21,16 @@ final class RuleFilesController: Controller {
         if !initial.warnings.isEmpty {
             context.logger.warning("\(initial.warnings.map(\.description).joined(separator: "\n"))")
         }
+        var failed = false
         for await outcome in RulePathWatcher(path: path) {
             switch outcome {
             case .success(let rules):
-                guard rules != current else { continue }
+                let recovered = failed
+                failed = false
+                guard rules != current else {
+                    if recovered { context.logger.notice("the routing rules in \(path) load again, unchanged") }
+                    continue
+                }
                 current = rules
                 context.logger.notice("reloaded \(rules.rules.count) routing rules from \(path)")
                 if !rules.warnings.isEmpty {
@@ -32,6 +38,7 @@ final class RuleFilesController: Controller {
                 }
                 router.setRules(rules)
             case .failure(let error):
+                failed = true
                 context.logger.error("rules in \(path) not reloaded, keeping the last good ones:\n\(error)")
             }
         }
