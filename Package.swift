@@ -115,7 +115,7 @@ let package = Package(
             name: "CoatySharedObjectsTests",
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
-        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
+        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),

@@ -18,9 +18,7 @@ final class RuleFilesController: Controller {
 
     func whileStarted(_ context: ControllerContext) async {
         var current = initial
-        if !initial.warnings.isEmpty {
-            context.logger.warning("\(initial.warnings.map(\.description).joined(separator: "\n"))")
-        }
+        logWarnings(of: initial, context)
         var failed = false
         for await outcome in RulePathWatcher(path: path) {
             switch outcome {
@@ -33,15 +31,19 @@ final class RuleFilesController: Controller {
                 }
                 current = rules
                 context.logger.notice("reloaded \(rules.rules.count) routing rules from \(path)")
-                if !rules.warnings.isEmpty {
-                    context.logger.warning("\(rules.warnings.map(\.description).joined(separator: "\n"))")
-                }
+                logWarnings(of: rules, context)
                 router.setRules(rules)
             case .failure(let error):
                 failed = true
                 context.logger.error("rules in \(path) not reloaded, keeping the last good ones:\n\(error)")
             }
         }
+    }
+
+    private func logWarnings(of rules: RoutingRuleSet, _ context: ControllerContext) {
+        let warnings = rules.warnings(context: router.context)
+        guard !warnings.isEmpty else { return }
+        context.logger.warning("\(warnings.map(\.description).joined(separator: "\n"))")
     }
 }
 

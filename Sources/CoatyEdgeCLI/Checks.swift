@@ -25,7 +25,7 @@ public enum Checks {
                 let names = rules.rules.map(\.name).joined(separator: ", ")
                 output += "\(path): \(count(rules.rules.count, "rule")) in \(count(files, "file"))"
                     + (names.isEmpty ? "\n" : ": \(names)\n")
-                warnings += lines(rules.warnings)
+                warnings += lines(rules.warnings())
             } catch {
                 errors += lines(error.problems)
             }
@@ -49,7 +49,7 @@ public enum Checks {
         let warnings = configuration.routers.flatMap { router -> [RuleFileProblem] in
             switch router.rules {
             case .allCompatiblePairs: []
-            case .directory(_, let rules), .file(_, let rules): rules.warnings
+            case .directory(_, let rules), .file(_, let rules): rules.warnings(context: router.context)
             }
         }
         return Report(output: summary(of: configuration), errors: lines(warnings), status: .success)

@@ -7,18 +7,20 @@ import JsonLogic
 /// A path whose first component is not one of the roots can never lead anywhere: the condition would quietly
 /// read `null` (and a router would disassociate every pair), so it is an error. Below a root, only the Coaty
 /// objects have a fixed set of properties; a property Coaty does not define may still be added by another agent,
-/// so reading one is a warning. The context, characteristics and shared objects hold application data and are
-/// not checked.
+/// so reading one is a warning. The IoContext carries application properties: it is checked only against a
+/// given context (the router's), whose properties then count as defined. Characteristics and shared objects hold
+/// application data and are not checked.
 enum ConditionData {
     enum Root: String, CaseIterable {
         case source, sourceNode, actor, actorNode, context, shared
 
-        var shape: Shape {
+        func shape(context: IoContext?) -> Shape {
             switch self {
             case .source: .source
             case .actor: .actor
             case .sourceNode, .actorNode: .node
-            case .context, .shared: .freeForm
+            case .context: context.map(Shape.context) ?? .freeForm
+            case .shared: .freeForm
             }
         }
 
@@ -41,20 +43,29 @@ enum ConditionData {
             properties: Dictionary(uniqueKeysWithValues: IoNode.definedProperties.map { ($0, Shape.freeForm) })
                 .merging(["ioSources": .array(of: source), "ioActors": .array(of: actor)]) { _, specific in specific })
 
+        /// An IoContext with the properties Coaty defines and those `context` has.
+        static func context(_ context: IoContext) -> Shape {
+            coatyObject(IoContext.coreType, Array(Set(CoatyObject.definedProperties).union(context.object.json.keys)))
+        }
+
         private static func coatyObject(_ coreType: CoreType, _ properties: [String]) -> Shape {
             .coatyObject(coreType, properties: Dictionary(uniqueKeysWithValues: properties.map { ($0, .freeForm) }))
         }
     }
 
     /// The problems in what `condition` reads: errors for unknown roots, warnings for properties that the Coaty
-    /// objects do not define. `file` is for the messages.
-    static func problems(in condition: JsonLogicExpression, file: String) -> [RuleFileProblem] {
+    /// objects (and `context`, if given) do not have. `file` is for the messages.
+    static func problems(in condition: JsonLogicExpression, file: String, context: IoContext? = nil) -> [RuleFileProblem] {
         condition.dataReferences.compactMap { reference in
-            check(reference).map { RuleFileProblem(file: file, location: .json(reference.location), reason: $0.reason, severity: $0.severity) }
+            check(reference, context: context).map {
+                RuleFileProblem(file: file, location: .json(reference.location), reason: $0.reason, severity: $0.severity)
+            }
         }
     }
 
-    private static func check(_ reference: JsonLogicDataReference) -> (reason: String, severity: RuleFileProblem.Severity)? {
+    private static func check(
+        _ reference: JsonLogicDataReference, context: IoContext?
+    ) -> (reason: String, severity: RuleFileProblem.Severity)? {
         switch reference.path {
         case .literal(let components):
             guard let first = components.first else { return nil }  // the whole data
@@ -62,7 +73,7 @@ enum ConditionData {
             guard let root = Root(rawValue: first) else {
                 return ("unknown variable \(written): \(unknownRoot(first))", .error)
             }
-            return checkMembers(components.dropFirst(), of: root.shape, after: root.rawValue).map {
+            return checkMembers(components.dropFirst(), of: root.shape(context: context), after: root.rawValue).map {
                 ("variable \(written): \($0); it reads null unless another agent adds it", .warning)
             }
         case .computed(let prefix):

@@ -1,4 +1,5 @@
 import CoatyJSON
+import CoatyModel
 import JsonLogic
 
 /// One IO routing rule: associate a source with an actor when the condition holds.
@@ -42,9 +43,10 @@ public struct RoutingRule: Sendable, Hashable {
     }
 
     /// What the condition reads that is probably a mistake but may still work: properties that Coaty does not
-    /// define for the object read (another agent may add them).
-    public var warnings: [RuleFileProblem] {
-        ConditionData.problems(in: condition, file: origin.file).filter { $0.severity == .warning }
+    /// define for the object read (another agent may add them). With the router's `context`, also the context
+    /// properties that it does not have; without, the context is not checked.
+    public func warnings(context: IoContext? = nil) -> [RuleFileProblem] {
+        ConditionData.problems(in: condition, file: origin.file, context: context).filter { $0.severity == .warning }
     }
 }
 
@@ -83,8 +85,10 @@ public struct RoutingRuleSet: Sendable {
         })
     }
 
-    /// The warnings of all rules, in order.
-    public var warnings: [RuleFileProblem] { rules.flatMap(\.warnings) }
+    /// The warnings of all rules, in order (see `RoutingRule.warnings(context:)`).
+    public func warnings(context: IoContext? = nil) -> [RuleFileProblem] {
+        rules.flatMap { $0.warnings(context: context) }
+    }
 
     /// A rule set from rules whose names must be unique.
     public init(_ rules: [RoutingRule]) throws(RuleLoadError) {

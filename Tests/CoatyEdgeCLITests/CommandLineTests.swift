@@ -65,6 +65,21 @@ import Testing
             which has no property "valueTyp" (did you mean "valueType"?); it reads null unless another agent adds it
 
             """)
+
+        // `config check` knows the router's context, so it also warns of a context property the context lacks.
+        try scratch.write("rules/context.json", #"""
+            {"rules": [{"name": "c", "valueType": "*", "condition": {"==": [{"var": "context.operatingStat"}, "normal"]}}]}
+            """#)
+        let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
+        let configured = try await Executable.run(["config", "check", router])
+        #expect(configured.status == 0)
+        #expect(configured.outputLines.first == "\(router): OK")
+        #expect(configured.errors == """
+            \(scratch.url.path)/rules/context.json: $.rules[0].condition["=="][0].var: warning: variable \
+            "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean \
+            "operatingState"?); it reads null unless another agent adds it
+
+            """)
     }
 
     @Test func configCheckSummarisesAValidConfigurationAndNamesTheErrorOfAnInvalidOne() async throws {

@@ -1,4 +1,5 @@
 import CoatyJSON
+import CoatyModel
 import Foundation
 import RoutingRules
 import Testing
@@ -61,7 +62,7 @@ import Testing
             ]))
         let rules = try RoutingRuleSet.load(directory: directory.path)
         #expect(rules.rules.count == 8)
-        #expect(rules.warnings.isEmpty)
+        #expect(rules.warnings().isEmpty)
     }
 
     @Test func propertiesCoatyDoesNotDefineAreWarnings() throws {
@@ -82,14 +83,35 @@ import Testing
         #expect(rules.rules.count == 6)
         let unlessAdded = "; it reads null unless another agent adds it"
         #expect(
-            rules.warnings.map(\.description) == [
+            rules.warnings().map(\.description) == [
                 #"\#(file): $.rules[0].condition["=="][0].var: warning: variable "source.valueTyp": source is an IoSource, which has no property "valueTyp" (did you mean "valueType"?)\#(unlessAdded)"#,
                 #"\#(file): $.rules[1].condition.var[0]: warning: variable "actor.enabled": actor is an IoActor, which has no property "enabled" (Coaty defines coreType, externalId, externalRoute, isDeactivated, locationId, name, objectId, objectType, parentObjectId, updateRate, useRawIoValues and valueType)\#(unlessAdded)"#,
                 #"\#(file): $.rules[2].condition.var: warning: variable "sourceNode.ioSource.0": sourceNode is an IoNode, which has no property "ioSource" (did you mean "ioSources"?)\#(unlessAdded)"#,
                 #"\#(file): $.rules[3].condition.var: warning: variable "actorNode.ioActors.first.name": actorNode.ioActors is an array: what follows it must be an index or "length", found "first"\#(unlessAdded)"#,
                 #"\#(file): $.rules[4].condition.var: warning: variable "sourceNode.ioSources.1.nam": sourceNode.ioSources.1 is an IoSource, which has no property "nam" (did you mean "name"?)\#(unlessAdded)"#,
             ])
-        #expect(rules.warnings.allSatisfy { $0.severity == .warning })
+        #expect(rules.warnings().allSatisfy { $0.severity == .warning })
+    }
+
+    /// Applications give the IoContext their own properties: checked only against a router's context.
+    @Test func contextPropertiesAreCheckedAgainstTheRoutersContext() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "context.json",
+            Self.document([
+                #"{"==": [{"var": "context.operatingState"}, "normal"]}"#,
+                #"{"==": [{"var": "context.operatingStat"}, "normal"]}"#,
+                #"{"==": [{"var": "context.parentObjectId"}, {"var": "context.name"}]}"#,
+            ]))
+        let rules = try RoutingRuleSet.load(directory: directory.path)
+        #expect(rules.warnings().isEmpty)
+        var context = IoContext(name: "plant")
+        context["operatingState"] = "normal"
+        #expect(
+            rules.warnings(context: context).map(\.description) == [
+                #"\#(directory.file("context.json")): $.rules[1].condition["=="][0].var: warning: variable "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean "operatingState"?); it reads null unless another agent adds it"#
+            ])
     }
 
     /// A running router is handed the refusal, and keeps its last good rules.
