@@ -174,7 +174,7 @@ struct WatcherTests {
     @Test func aMissingPathIsReportedOnceAndLoadedWhenItAppears() async throws {
         let base = try TemporaryDirectory()
         defer { base.remove() }
-        let outcomes = Recorder(RulePathWatcher(path: base.file("rules"), recheckInterval: .milliseconds(20)))
+        let outcomes = OutcomeRecorder(RulePathWatcher(path: base.file("rules"), recheckInterval: .milliseconds(20)))
         defer { outcomes.stop() }
         await outcomes.waitUntil { $0.count >= 1 }
         // Fifty rechecks' time, to give a watcher that reports on every recheck the chance to do so.
@@ -270,7 +270,7 @@ struct WatcherTests {
 }
 
 /// Consumes a watcher on a task of its own and keeps every outcome, for tests that count them.
-final class Recorder: Sendable {
+final class OutcomeRecorder: Sendable {
     private let outcomes = Mutex<[RulePathWatcher.Element]>([])
     private let consumer = Mutex<Task<Void, Never>?>(nil)
 
