@@ -180,8 +180,9 @@ private final class PathWatch: Sendable {
             case .stopped: return
             case .changed: break
             case .quiet:
-                // The fallback for what inotify does not report; a needless reload would cost little, but this
-                // keeps an idle watcher from reading the files every few seconds.
+                // The fallback for what inotify does not report, also run when unrelated events in the parent
+                // directory woke the thread. Comparing identities rather than reloading keeps an idle watcher from
+                // reading the files every few seconds.
                 guard currentIdentities() != watches.withLock({ $0.identities }) else { continue }
             }
             let deadline = ContinuousClock.now + longestDelay
