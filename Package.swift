@@ -54,7 +54,7 @@ let package = Package(
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
         .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
-        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "JsonLogic"]),
+        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "CoatyModel", "JsonLogic"]),
 
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(
@@ -115,7 +115,7 @@ let package = Package(
             name: "CoatySharedObjectsTests",
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
-        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON"]),
+        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),

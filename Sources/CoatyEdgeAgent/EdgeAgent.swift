@@ -25,12 +25,10 @@ public enum EdgeAgent {
             switch router.rules {
             case .allCompatiblePairs:
                 controllers.append((router.name, IoRouter(context: router.context)))
-            case .file(_, let rules):
-                controllers.append((router.name, IoRouter(context: router.context, rules: rules)))
-            case .directory(let directory, let rules):
+            case .directory(let path, let rules), .file(let path, let rules):
                 let ioRouter = IoRouter(context: router.context, rules: rules)
                 controllers.append((router.name, ioRouter))
-                controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, directory: directory, initial: rules)))
+                controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, path: path, initial: rules)))
             }
         }
         if let devices = configuration.devices {

@@ -2,32 +2,48 @@ import CoatyIORouting
 import CoatyRuntime
 import RoutingRules
 
-/// Gives a router the rules of a directory of JSON rule files, again whenever they change on disk. A change
-/// that does not load is logged with file, JSON path and reason, and the router keeps its last good rules.
+/// Gives a router the rules of a rules path (a directory of JSON rule files, or one file), again whenever they
+/// change on disk, also when the path itself is replaced. A change that does not load is logged with file, JSON
+/// path and reason, and the router keeps its last good rules.
 final class RuleFilesController: Controller {
     private let router: IoRouter
-    private let directory: String
+    private let path: String
     private let initial: RoutingRuleSet
 
-    init(router: IoRouter, directory: String, initial: RoutingRuleSet) {
+    init(router: IoRouter, path: String, initial: RoutingRuleSet) {
         self.router = router
-        self.directory = directory
+        self.path = path
         self.initial = initial
     }
 
     func whileStarted(_ context: ControllerContext) async {
         var current = initial
-        for await outcome in RuleDirectoryWatcher(directory: directory) {
+        logWarnings(of: initial, context)
+        var failed = false
+        for await outcome in RulePathWatcher(path: path) {
             switch outcome {
             case .success(let rules):
-                guard rules != current else { continue }
+                let recovered = failed
+                failed = false
+                guard rules != current else {
+                    if recovered { context.logger.notice("the routing rules in \(path) load again, unchanged") }
+                    continue
+                }
                 current = rules
-                context.logger.notice("reloaded \(rules.rules.count) routing rules from \(directory)")
+                context.logger.notice("reloaded \(rules.rules.count) routing rules from \(path)")
+                logWarnings(of: rules, context)
                 router.setRules(rules)
             case .failure(let error):
-                context.logger.error("rules in \(directory) not reloaded, keeping the last good ones:\n\(error)")
+                failed = true
+                context.logger.error("rules in \(path) not reloaded, keeping the last good ones:\n\(error)")
             }
         }
+    }
+
+    private func logWarnings(of rules: RoutingRuleSet, _ context: ControllerContext) {
+        let warnings = rules.warnings(context: router.context)
+        guard !warnings.isEmpty else { return }
+        context.logger.warning("\(warnings.map(\.description).joined(separator: "\n"))")
     }
 }
 

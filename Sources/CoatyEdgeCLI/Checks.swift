@@ -3,13 +3,10 @@ import CoatyJSON
 import CoatyRuntime
 import RoutingRules
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `coaty-edge rules check` and `config check`: the checks the agent makes when it starts, without starting it.
 public enum Checks {
-    /// What a check prints: the summary (standard output) when valid, else one line per problem (standard error).
+    /// What a check prints: the summary (standard output) when valid, else one line per error (standard error);
+    /// warnings (standard error) in both cases. Warnings alone do not fail a check.
     public struct Report: Sendable, Hashable {
         public var output: String
         public var errors: String
@@ -20,18 +17,25 @@ public enum Checks {
     public static func rules(_ paths: [String]) -> Report {
         var output = ""
         var errors = ""
+        var warnings = ""
         for path in paths {
             do {
-                let rules = try isDirectory(path) ? RoutingRuleSet.load(directory: path) : RoutingRuleSet.load(files: [path])
+                let rules = try RoutingRuleSet.load(path: path)
                 let files = Set(rules.rules.map(\.origin.file)).count
                 let names = rules.rules.map(\.name).joined(separator: ", ")
                 output += "\(path): \(count(rules.rules.count, "rule")) in \(count(files, "file"))"
                     + (names.isEmpty ? "\n" : ": \(names)\n")
+                warnings += lines(rules.warnings())
             } catch {
-                errors += error.problems.map { $0.description + "\n" }.joined()
+                errors += lines(error.problems)
             }
         }
-        return Report(output: errors.isEmpty ? output : "", errors: errors, status: errors.isEmpty ? .success : .configuration)
+        return Report(
+            output: errors.isEmpty ? output : "", errors: warnings + errors, status: errors.isEmpty ? .success : .configuration)
+    }
+
+    static func lines(_ problems: [RuleFileProblem]) -> String {
+        problems.map { $0.description + "\n" }.joined()
     }
 
     /// Loads an agent configuration with its routers, rules and devices.
@@ -42,7 +46,13 @@ public enum Checks {
         } catch {
             return Report(output: "", errors: error.description + "\n", status: .configuration)
         }
-        return Report(output: summary(of: configuration), errors: "", status: .success)
+        let warnings = configuration.routers.flatMap { router -> [RuleFileProblem] in
+            switch router.rules {
+            case .allCompatiblePairs: []
+            case .directory(_, let rules), .file(_, let rules): rules.warnings(context: router.context)
+            }
+        }
+        return Report(output: summary(of: configuration), errors: lines(warnings), status: .success)
     }
 
     static func summary(of configuration: AgentConfiguration) -> String {
@@ -60,8 +70,8 @@ public enum Checks {
             let rules: String
             switch router.rules {
             case .allCompatiblePairs: rules = "every compatible pair"
-            case .directory(let path, let initial): rules = "\(count(initial.rules.count, "rule")) from \(path) (reloaded on change)"
-            case .file(let path, let initial): rules = "\(count(initial.rules.count, "rule")) from \(path)"
+            case .directory(let path, let initial), .file(let path, let initial):
+                rules = "\(count(initial.rules.count, "rule")) from \(path) (reloaded on change)"
             }
             lines.append("  router     \(router.name): context \(router.context.name), \(rules)")
         }
@@ -91,10 +101,5 @@ public enum Checks {
 
     static func hostForURL(_ host: String) -> String {
         host.contains(":") ? "[\(host)]" : host
-    }
-
-    static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 }

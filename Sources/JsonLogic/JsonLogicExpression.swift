@@ -52,12 +52,14 @@ public struct JsonLogicExpression: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { json.serialized() }
 
-    /// The paths of the `var`s whose path is written as a literal, split at the dots, in the order they appear.
-    /// Computed paths (`{"var": {"cat": ...}}`) cannot be known before evaluating and are left out.
-    public var literalVariablePaths: [[String]] {
-        var paths: [[String]] = []
-        root.collectVariablePaths(into: &paths)
-        return paths
+    /// Where the expression reads the data it is evaluated with, in the order written: each `var`, and each key
+    /// that `missing` or `missing_some` looks up. What the per-element operand of `map`, `filter`, `reduce`,
+    /// `all`, `none` and `some` reads is an array element (or `current` and `accumulator`), not the data, and is
+    /// not listed.
+    public var dataReferences: [JsonLogicDataReference] {
+        var references: [JsonLogicDataReference] = []
+        root.collectDataReferences(into: &references)
+        return references
     }
 
     public static func == (lhs: JsonLogicExpression, rhs: JsonLogicExpression) -> Bool {
@@ -108,19 +110,114 @@ indirect enum Node: Sendable {
     case variable(VariablePath)
 }
 
+/// A place where an expression reads the data it is evaluated with.
+public struct JsonLogicDataReference: Sendable, Hashable {
+    public enum Path: Sendable, Hashable {
+        /// Written as a literal, split at the dots; empty for the whole data.
+        case literal([String])
+        /// Known only when evaluating (`{"var": {"cat": ["shared.", ...]}}`, or `missing` of a computed list).
+        /// `knownPrefix` is what the path surely starts with: a `cat`'s leading literal string, else "".
+        case computed(knownPrefix: String)
+    }
+
+    public var path: Path
+    /// Where the path is written in the document.
+    public var location: JSONPath
+    /// Whether a default stands in when the path leads nowhere (`{"var": ["a.b", 0]}`).
+    public var hasDefault: Bool
+
+    public init(path: Path, location: JSONPath, hasDefault: Bool) {
+        self.path = path
+        self.location = location
+        self.hasDefault = hasDefault
+    }
+}
+
 extension Node {
-    func collectVariablePaths(into paths: inout [[String]]) {
+    func collectDataReferences(into references: inout [JsonLogicDataReference]) {
         switch self {
         case .literal:
             break
         case .array(let elements, _):
-            for element in elements { element.collectVariablePaths(into: &paths) }
-        case .operation(let operation):
-            for operand in operation.operands { operand.collectVariablePaths(into: &paths) }
+            for element in elements { element.collectDataReferences(into: &references) }
         case .variable(let variable):
-            paths.append(variable.components.map(String.init))
-            variable.fallback?.collectVariablePaths(into: &paths)
+            references.append(
+                JsonLogicDataReference(
+                    path: .literal(variable.components.map(String.init)), location: variable.location,
+                    hasDefault: variable.fallback != nil))
+            variable.fallback?.collectDataReferences(into: &references)
+        case .operation(let operation):
+            operation.collectDataReferences(into: &references)
         }
+    }
+
+    /// The leading literal string of a `cat`: what a path computed by this node surely starts with.
+    var knownPrefix: String {
+        guard case .operation(let operation) = self, operation.op == .cat,
+            case .literal(.string(let prefix)) = operation.operands.first
+        else { return "" }
+        return prefix
+    }
+}
+
+extension Operation {
+    fileprivate func collectDataReferences(into references: inout [JsonLogicDataReference]) {
+        switch op {
+        case .variable:
+            // A literal path is a `Node.variable`; here the path is computed.
+            if let pathOperand = operands.first {
+                references.append(
+                    JsonLogicDataReference(
+                        path: .computed(knownPrefix: pathOperand.knownPrefix), location: operandPaths[0],
+                        hasDefault: operands.count > 1))
+            }
+            for operand in operands { operand.collectDataReferences(into: &references) }
+        case .missing:
+            // As the evaluator: a first operand that is an array is the whole list of keys.
+            if case .literal(.array(let keys)) = operands.first {
+                for (index, key) in keys.enumerated() {
+                    references.append(Self.missingKey(key, at: operandPaths[0].appending(index)))
+                }
+            } else {
+                for (operand, location) in zip(operands, operandPaths) {
+                    references.append(Self.missingKey(operand, at: location))
+                    operand.collectDataReferences(into: &references)
+                }
+            }
+        case .missingSome:
+            operands[0].collectDataReferences(into: &references)
+            if case .literal(.array(let keys)) = operands[1] {
+                for (index, key) in keys.enumerated() {
+                    references.append(Self.missingKey(key, at: operandPaths[1].appending(index)))
+                }
+            } else {
+                references.append(
+                    JsonLogicDataReference(path: .computed(knownPrefix: ""), location: operandPaths[1], hasDefault: false))
+                operands[1].collectDataReferences(into: &references)
+            }
+        default:
+            for (index, operand) in operands.enumerated() where !(op.scopesSecondOperand && index == 1) {
+                operand.collectDataReferences(into: &references)
+            }
+        }
+    }
+
+    /// A key `missing` looks up: a path, or `[path, default]` as `var` takes it.
+    private static func missingKey(_ key: JSONValue, at location: JSONPath) -> JsonLogicDataReference {
+        func components(_ path: JSONValue?) -> [String] {
+            (VariablePath.components(of: path.map(Node.literal)) ?? []).map(String.init)
+        }
+        if case .array(let pathAndDefault) = key {
+            return JsonLogicDataReference(
+                path: .literal(components(pathAndDefault.first)), location: location.appending(0),
+                hasDefault: pathAndDefault.count > 1)
+        }
+        return JsonLogicDataReference(path: .literal(components(key)), location: location, hasDefault: false)
+    }
+
+    private static func missingKey(_ key: Node, at location: JSONPath) -> JsonLogicDataReference {
+        if case .literal(let value) = key { return missingKey(value, at: location) }
+        return JsonLogicDataReference(path: .computed(knownPrefix: key.knownPrefix), location: location, hasDefault: false)
     }
 }
 
@@ -128,13 +225,18 @@ struct VariablePath: Sendable {
     /// Empty for the whole data.
     let components: [Substring]
     let fallback: Node?
+    /// The operation, for evaluation errors.
     let path: JSONPath
+    /// The path operand in the document.
+    let location: JSONPath
 }
 
 struct Operation: Sendable {
     let op: Operator
     let operands: [Node]
     let path: JSONPath
+    /// Where each operand is written in the document.
+    let operandPaths: [JSONPath]
 }
 
 struct Parser {
@@ -213,9 +315,11 @@ struct Parser {
         let operands = operandValues.map { parse($0.0, at: $0.1, depth: depth + 1) }
         if op == .variable, let components = VariablePath.components(of: operands.first) {
             return .variable(
-                VariablePath(components: components, fallback: operands.element(at: 1), path: operatorPath))
+                VariablePath(
+                    components: components, fallback: operands.element(at: 1), path: operatorPath,
+                    location: operandValues.first?.1 ?? operatorPath))
         }
-        return .operation(Operation(op: op, operands: operands, path: operatorPath))
+        return .operation(Operation(op: op, operands: operands, path: operatorPath, operandPaths: operandValues.map(\.1)))
     }
 
     /// Catches literal operands that can only be mistakes.

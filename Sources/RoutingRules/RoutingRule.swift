@@ -1,4 +1,5 @@
 import CoatyJSON
+import CoatyModel
 import JsonLogic
 
 /// One IO routing rule: associate a source with an actor when the condition holds.
@@ -6,6 +7,7 @@ import JsonLogic
 /// The condition sees `{"source", "sourceNode", "actor", "actorNode", "context", "shared"}`: the IoSource, the
 /// IoNode it belongs to, the IoActor, its IoNode and the router's IoContext, as they travel on the wire, and the
 /// data of the shared objects the rules name (`shared.setpoints.fanOn` is key `fanOn` of object `setpoints`).
+/// A rule file whose condition reads anything else is refused (`ConditionData`).
 public struct RoutingRule: Sendable, Hashable {
     /// Which sources the rule applies to.
     public enum ValueType: Sendable, Hashable, CustomStringConvertible {
@@ -39,6 +41,13 @@ public struct RoutingRule: Sendable, Hashable {
         self.description = description
         self.origin = origin
     }
+
+    /// What the condition reads that is probably a mistake but may still work: properties that Coaty does not
+    /// define for the object read (another agent may add them). With the router's `context`, also the context
+    /// properties that it does not have; without, the context is not checked.
+    public func warnings(context: IoContext? = nil) -> [RuleFileProblem] {
+        ConditionData.problems(in: condition, file: origin.file, context: context).filter { $0.severity == .warning }
+    }
 }
 
 /// A place in a rule file.
@@ -63,12 +72,22 @@ public struct RoutingRuleSet: Sendable {
 
     public static let empty = RoutingRuleSet(checked: [])
 
-    /// The shared objects whose data the conditions read: the second component of each literal `var` path that
+    /// The shared objects whose data the conditions read: the second component of each literal path read that
     /// starts with `shared`.
     public var sharedObjectNames: Set<String> {
         Set(rules.flatMap { rule in
-            rule.condition.literalVariablePaths.compactMap { path in path.count >= 2 && path[0] == "shared" ? path[1] : nil }
+            rule.condition.dataReferences.compactMap { reference in
+                guard case .literal(let path) = reference.path, path.count >= 2,
+                    path[0] == ConditionData.Root.shared.rawValue
+                else { return nil }
+                return path[1]
+            }
         })
+    }
+
+    /// The warnings of all rules, in order (see `RoutingRule.warnings(context:)`).
+    public func warnings(context: IoContext? = nil) -> [RuleFileProblem] {
+        rules.flatMap { $0.warnings(context: context) }
     }
 
     /// A rule set from rules whose names must be unique.
@@ -117,9 +136,10 @@ public struct RoutingRuleSet: Sendable {
     ) -> RuleMatch {
         let candidates = source["valueType"]?.stringValue.flatMap { rulesByValueType[$0] } ?? rulesForAnyValueType
         guard !candidates.isEmpty else { return RuleMatch(rule: nil, failures: []) }
+        typealias Root = ConditionData.Root
         let data: JSONValue = [
-            "source": source, "sourceNode": sourceNode, "actor": actor, "actorNode": actorNode, "context": context,
-            "shared": .object(shared),
+            Root.source.rawValue: source, Root.sourceNode.rawValue: sourceNode, Root.actor.rawValue: actor,
+            Root.actorNode.rawValue: actorNode, Root.context.rawValue: context, Root.shared.rawValue: .object(shared),
         ]
         var failures: [RuleFailure] = []
         for rule in candidates {

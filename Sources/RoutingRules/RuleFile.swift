@@ -12,18 +12,28 @@ public struct RuleFileProblem: Sendable, Hashable, CustomStringConvertible {
         case json(JSONPath)
     }
 
+    public enum Severity: Sendable, Hashable {
+        /// The file is refused.
+        case error
+        /// Loads, but is probably not what was meant.
+        case warning
+    }
+
     public var file: String
     public var location: Location
     public var reason: String
+    public var severity: Severity
 
-    public init(file: String, location: Location, reason: String) {
+    public init(file: String, location: Location, reason: String, severity: Severity = .error) {
         self.file = file
         self.location = location
         self.reason = reason
+        self.severity = severity
     }
 
     public var description: String {
-        switch location {
+        let reason = severity == .warning ? "warning: " + self.reason : self.reason
+        return switch location {
         case .file: "\(file): \(reason)"
         case .text(let line, let column): "\(file):\(line):\(column): \(reason)"
         case .json(let path): "\(file): \(path): \(reason)"
@@ -90,7 +100,9 @@ struct RuleFileReader {
         var condition: JsonLogicExpression?
         if let cursor = report({ () throws(JSONShapeError) in try rule.required("condition") }) {
             do {
-                condition = try JsonLogicExpression(cursor.value, at: cursor.path)
+                let expression = try JsonLogicExpression(cursor.value, at: cursor.path)
+                problems += ConditionData.problems(in: expression, file: file).filter { $0.severity == .error }
+                condition = expression
             } catch {
                 problems += error.problems.map(problem)
             }

@@ -18,6 +18,13 @@ extension RoutingRuleSet {
         return try load(files: ruleFiles.map { prefix + $0 })
     }
 
+    /// Loads a rules path: a directory as `load(directory:)` does, anything else as a single rule file.
+    public static func load(path: String) throws(RuleLoadError) -> RoutingRuleSet {
+        var information = stat()
+        let isDirectory = stat(path, &information) == 0 && (information.st_mode & S_IFMT) == S_IFDIR
+        return try isDirectory ? load(directory: path) : load(files: [path])
+    }
+
     /// Loads the given rule files, in this order. Every problem in every file is reported, including names
     /// defined twice across files.
     public static func load(files: [String]) throws(RuleLoadError) -> RoutingRuleSet {

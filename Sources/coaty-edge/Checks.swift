@@ -8,7 +8,9 @@ struct Config: ParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check an agent configuration (routers, rules, devices) without starting anything.",
-            discussion: "Prints a summary when it is valid; else each error with file, JSON path and reason, and exits 78.")
+            discussion:
+                "Prints a summary when it is valid; else each error with file, JSON path and reason, and exits 78. "
+                + "Warnings about what the rules read are printed too; alone they exit 0.")
 
         @Argument(help: ArgumentHelp("The agent configuration.", valueName: "file"))
         var file: String

@@ -8,7 +8,9 @@ struct Rules: AsyncParsableCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check rule files: each directory as one router's rule set, each file on its own.",
-            discussion: "Prints a summary when all are valid; else each error with file, JSON path and reason, and exits 78.")
+            discussion:
+                "Prints a summary when all are valid; else each error with file, JSON path and reason, and exits 78. "
+                + "Warnings (a property Coaty does not define, read by a condition) are printed too; alone they exit 0.")
 
         @Argument(help: ArgumentHelp("Rule files or directories of rule files.", valueName: "file-or-directory"))
         var paths: [String]

@@ -77,4 +77,72 @@ import Testing
         _ = try await sniffer.disconnect()
         try await broker.stop()
     }
+
+    enum Replacement: String, CaseIterable, Sendable {
+        /// `ln -s v2 rules.new && mv -T rules.new rules`: the atomic deploy of a rules directory.
+        case symlinkSwap
+        /// A rules path that is one file, saved by writing a temporary file and renaming it over.
+        case fileSavedByRename
+    }
+
+    /// The router follows its rules path when the path itself is replaced, not only the files in it.
+    @Test(arguments: Replacement.allCases)
+    func aReplacedRulesPathIsFollowed(_ replacement: Replacement) async throws {
+        let broker = try await TestBroker.started()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-replace-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        func write(_ name: String, _ text: String) throws {
+            try FileManager.default.createDirectory(
+                at: base.appendingPathComponent(name).deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: base.appendingPathComponent(name))
+        }
+        func replace(_ name: String, by newName: String) throws {
+            guard rename(base.appendingPathComponent(newName).path, base.appendingPathComponent(name).path) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+        }
+        let first = Self.rules(Self.rule("first", source: "s1", actor: "a1"))
+        let second = Self.rules(Self.rule("second", source: "s2", actor: "a2"))
+        let rulesPath: String
+        switch replacement {
+        case .symlinkSwap:
+            try write("v1/routing.json", first)
+            try write("v2/routing.json", second)
+            try FileManager.default.createSymbolicLink(atPath: base.appendingPathComponent("rules").path, withDestinationPath: "v1")
+            rulesPath = "rules"
+        case .fileSavedByRename:
+            try write("rules.json", first)
+            rulesPath = "rules.json"
+        }
+        let configuration = #"""
+            {
+              "common": {"agentIdentity": {"name": "replacing"}, "ioContextNodes": {"ctx": {
+                "ioSources": [{"objectId": "s1", "name": "s1", "valueType": "t"}, {"objectId": "s2", "name": "s2", "valueType": "t"}],
+                "ioActors": [{"objectId": "a1", "name": "a1", "valueType": "t"}, {"objectId": "a2", "name": "a2", "valueType": "t"}]}}},
+              "communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"},
+              "controllers": {"router": {"type": "ioRouter", "ioContext": {"name": "ctx"}, "rules": "\#(rulesPath)"}}
+            }
+            """#
+        try write("agent.json", configuration)
+        let agent = try await EdgeAgent.make(try AgentConfiguration.load(file: base.appendingPathComponent("agent.json").path))
+        let router = try #require(agent.controller(named: "router", as: IoRouter.self))
+        agent.start()
+        func associations() -> Set<String> { Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" }) }
+        try await waitUntil("the first rules associate", timeout: .seconds(20)) { associations() == ["s1>a1 by first"] }
+
+        switch replacement {
+        case .symlinkSwap:
+            try FileManager.default.createSymbolicLink(atPath: base.appendingPathComponent("rules.new").path, withDestinationPath: "v2")
+            try replace("rules", by: "rules.new")
+        case .fileSavedByRename:
+            try write(".rules.json.tmp", second)
+            try replace("rules.json", by: ".rules.json.tmp")
+        }
+        try await waitUntil("the replaced rules associate", timeout: .seconds(20)) { associations() == ["s2>a2 by second"] }
+        #expect(associations() == ["s2>a2 by second"])
+
+        await agent.shutdown()
+        try await broker.stop()
+    }
 }

@@ -39,6 +39,49 @@ import Testing
         #expect(missing.errors.hasPrefix("\(scratch.url.path)/absent.json: cannot read the file: No such file or directory"))
     }
 
+    @Test func rulesCheckRefusesUnknownVariablesAndWarnsOfUnknownProperties() async throws {
+        let scratch = try Scratch()
+        let typo = try scratch.write("typo.json", #"""
+            {"rules": [{"name": "a", "valueType": "*", "condition": {"===": [{"var": "contxt.operatingState"}, "normal"]}}]}
+            """#)
+        let member = try scratch.write("member.json", #"""
+            {"rules": [{"name": "b", "valueType": "*", "condition": {"==": [{"var": "source.valueTyp"}, "t"]}}]}
+            """#)
+
+        let refused = try await Executable.run(["rules", "check", typo])
+        #expect(refused.status == 78)
+        #expect(refused.output.isEmpty)
+        #expect(refused.errors == """
+            \(typo): $.rules[0].condition["==="][0].var: unknown variable "contxt.operatingState": a condition reads \
+            source, sourceNode, actor, actorNode, context and shared, not "contxt" (did you mean "context"?)
+
+            """)
+
+        let warned = try await Executable.run(["rules", "check", member])
+        #expect(warned.status == 0)
+        #expect(warned.outputLines == ["\(member): 1 rule in 1 file: b"])
+        #expect(warned.errors == """
+            \(member): $.rules[0].condition["=="][0].var: warning: variable "source.valueTyp": source is an IoSource, \
+            which has no property "valueTyp" (did you mean "valueType"?); it reads null unless another agent adds it
+
+            """)
+
+        // `config check` knows the router's context, so it also warns of a context property the context lacks.
+        try scratch.write("rules/context.json", #"""
+            {"rules": [{"name": "c", "valueType": "*", "condition": {"==": [{"var": "context.operatingStat"}, "normal"]}}]}
+            """#)
+        let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
+        let configured = try await Executable.run(["config", "check", router])
+        #expect(configured.status == 0)
+        #expect(configured.outputLines.first == "\(router): OK")
+        #expect(configured.errors == """
+            \(scratch.url.path)/rules/context.json: $.rules[0].condition["=="][0].var: warning: variable \
+            "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean \
+            "operatingState"?); it reads null unless another agent adds it
+
+            """)
+    }
+
     @Test func configCheckSummarisesAValidConfigurationAndNamesTheErrorOfAnInvalidOne() async throws {
         let scratch = try Scratch()
         try scratch.write("rules/rules.json", Agents.rules)

@@ -97,3 +97,50 @@ import Testing
         #expect(JSONValue.number(.infinity).isJsonLogicTruthy)
     }
 }
+
+/// What an expression reads of its data, for checks of rule files before they are evaluated.
+@Suite struct DataReferenceTests {
+    func references(_ rule: String) throws -> [String] {
+        try JsonLogicExpression(JSONValue(parsing: rule)).dataReferences.map { reference in
+            let path: String
+            switch reference.path {
+            case .literal(let components): path = components.joined(separator: ".")
+            case .computed(let prefix): path = "computed " + JSONValue.string(prefix).serialized()
+            }
+            return "\(reference.location) \(path)" + (reference.hasDefault ? " with default" : "")
+        }
+    }
+
+    @Test func varsInOrderWithWhereTheyAreWritten() throws {
+        #expect(
+            try references(#"{"if": [{"var": "a.b"}, {"var": ["c", {"var": "d.0"}]}, {"var": ""}, {"var": 1}]}"#) == [
+                "$.if[0].var a.b", "$.if[1].var[0] c with default", "$.if[1].var[1].var d.0", "$.if[2].var ",
+                "$.if[3].var 1",
+            ])
+    }
+
+    @Test func computedPathsKeepTheirLiteralStart() throws {
+        #expect(
+            try references(#"{"or": [{"var": {"cat": ["shared.", {"var": "k"}]}}, {"var": [{"var": "p"}, 0]}]}"#) == [
+                #"$.or[0].var computed "shared.""#, "$.or[0].var.cat[1].var k", #"$.or[1].var[0] computed "" with default"#,
+                "$.or[1].var[0].var p",
+            ])
+    }
+
+    @Test func keysOfMissingAndMissingSome() throws {
+        #expect(try references(#"{"missing": ["a", ["b.c", 1]]}"#) == ["$.missing[0] a", "$.missing[1][0] b.c with default"])
+        #expect(try references(#"{"missing": [["a", "b"]]}"#) == ["$.missing[0][0] a", "$.missing[0][1] b"])
+        #expect(try references(#"{"missing": {"var": "list"}}"#) == [#"$.missing computed """#, "$.missing.var list"])
+        #expect(
+            try references(#"{"missing_some": [{"var": "n"}, ["x", "y.z"]]}"#) == [
+                #"$.missing_some[0].var n"#, #"$.missing_some[1][0] x"#, #"$.missing_some[1][1] y.z"#,
+            ])
+    }
+
+    @Test func perElementOperandsReadTheElementNotTheData() throws {
+        #expect(
+            try references(
+                #"{"and": [{"some": [{"var": "list"}, {"var": "ok"}]}, {"reduce": [{"var": "xs"}, {"+": [{"var": "current"}, {"var": "accumulator"}]}, {"var": "start"}]}, {"map": [[1], {"var": ""}]}]}"#
+            ) == ["$.and[0].some[0].var list", "$.and[1].reduce[0].var xs", "$.and[1].reduce[2].var start"])
+    }
+}

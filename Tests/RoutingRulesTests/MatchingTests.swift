@@ -103,11 +103,6 @@ import Testing
         #expect(hot(fanOn: 75) == nil)
     }
 
-    @Test func literalVariablePathsAreListedInOrder() throws {
-        let expression = try JsonLogicExpression(
-            JSONValue(parsing: #"{"if": [{"var": "a.b"}, {"var": ["c", {"var": "d.0"}]}, {"var": {"cat": ["e", "f"]}}, {"var": ""}]}"#))
-        #expect(expression.literalVariablePaths == [["a", "b"], ["c"], ["d", "0"], []])
-    }
 
     @Test func anEmptyRuleSetAssociatesNothing() {
         let result = match(.empty, valueType: Self.temperature)

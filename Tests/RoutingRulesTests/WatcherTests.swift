@@ -1,12 +1,13 @@
 import Foundation
 import RoutingRules
+import Synchronization
 import Testing
 
 /// These tests wait for the watcher for real. The time limit only guards against a hang; nothing here asserts
 /// how long anything takes.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct WatcherTests {
-    typealias Outcome = RuleDirectoryWatcher.Element
+    typealias Outcome = RulePathWatcher.Element
 
     /// The next outcome that passes `accept`. Intermediate outcomes (say, a load that saw a file being created
     /// before its content was written) are skipped.
@@ -36,7 +37,7 @@ struct WatcherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("a.json", rulesDocument(["one"]))
-        var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
+        var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
 
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
@@ -77,7 +78,7 @@ struct WatcherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("a.json", rulesDocument(["one"]))
-        var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
+        var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
         // Unrelated files, and a rule file rewritten with the same rules, produce no new rule set: the next one
@@ -88,37 +89,124 @@ struct WatcherTests {
         #expect(names(try await next(&updates) { names($0) != nil }) == ["two"])
     }
 
-    @Test func removingTheDirectoryEndsTheWatch() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
-        #expect(names(try await next(&updates) { _ in true }) == [])
-        directory.remove()
-        let last = try await next(&updates) { names($0) == nil }
-        #expect(
-            throws: RuleLoadError(problems: [
-                RuleFileProblem(
-                    file: directory.path, location: .file,
-                    reason: "the directory was removed or moved; it is no longer watched")
-            ])
-        ) { try last.get() }
-        #expect(await updates.next() == nil)
+    static func missing(_ path: String) -> RuleLoadError {
+        RuleLoadError(problems: [
+            RuleFileProblem(
+                file: path, location: .file,
+                reason: "the rules path does not exist (removed, moved away, or a symlink to nothing); "
+                    + "its rules are loaded again when it reappears")
+        ])
     }
 
-    @Test func aMissingDirectoryIsReportedAndEndsTheWatch() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let missing = directory.file("missing")
-        var updates = RuleDirectoryWatcher(directory: missing).makeAsyncIterator()
-        let outcome = try #require(await updates.next())
-        #expect(
-            throws: RuleLoadError(problems: [
-                RuleFileProblem(
-                    file: missing, location: .file,
-                    reason: "cannot watch the directory: inotify_add_watch: No such file or directory")
-            ])
-        ) { try outcome.get() }
-        #expect(await updates.next() == nil)
+    /// `mv rules rules.old && mv rules.old rules`: reported missing meanwhile, then loaded and watched again.
+    @Test func aDirectoryMovedAwayAndBackIsWatchedOn() async throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        try FileManager.default.createDirectory(atPath: base.file("rules"), withIntermediateDirectories: false)
+        try base.write("rules/a.json", rulesDocument(["one"]))
+        var updates = RulePathWatcher(path: base.file("rules")).makeAsyncIterator()
+        #expect(names(try await next(&updates) { _ in true }) == ["one"])
+
+        try base.rename("rules", to: "rules.old")
+        let gone = try await next(&updates) { names($0) == nil }
+        #expect(throws: Self.missing(base.file("rules"))) { try gone.get() }
+
+        try base.rename("rules.old", to: "rules")
+        #expect(try await nextRules(&updates, after: []) == ["one"])
+        try base.write("rules/a.json", rulesDocument(["two"]))
+        #expect(try await nextRules(&updates, after: ["one"]) == ["two"])
+        try base.saveByRename("rules/b.json", rulesDocument(["three"]))
+        #expect(try await nextRules(&updates, after: ["two"]) == ["two", "three"])
+    }
+
+    /// The atomic deploy: `ln -s v2 rules.new && mv -T rules.new rules`. The new target's files are watched after.
+    @Test func aSymlinkSwappedToAnotherDirectoryIsFollowed() async throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        for version in ["v1", "v2"] {
+            try FileManager.default.createDirectory(atPath: base.file(version), withIntermediateDirectories: false)
+            try base.write("\(version)/rules.json", rulesDocument([version]))
+        }
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules"), withDestinationPath: "v1")
+        var updates = RulePathWatcher(path: base.file("rules")).makeAsyncIterator()
+        #expect(names(try await next(&updates) { _ in true }) == ["v1"])
+
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new"), withDestinationPath: "v2")
+        try base.rename("rules.new", to: "rules")
+        #expect(try await nextRules(&updates, after: ["v1"]) == ["v2"])
+
+        try base.write("v2/rules.json", rulesDocument(["v2", "edited"]))
+        #expect(try await nextRules(&updates, after: ["v2"]) == ["v2", "edited"])
+
+        // A link to nothing is a missing path; pointing it back at a directory loads that.
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new"), withDestinationPath: "v3")
+        try base.rename("rules.new", to: "rules")
+        let dangling = try await next(&updates) { names($0) == nil }
+        #expect(throws: Self.missing(base.file("rules"))) { try dangling.get() }
+        try base.rename("v1", to: "v3")
+        #expect(try await nextRules(&updates, after: []) == ["v1"])
+    }
+
+    /// A rules path that is one file, saved by an editor that writes a temporary file and renames it over.
+    @Test func aSingleFileReplacedByRenameIsWatchedOn() async throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        try base.write("rules.json", rulesDocument(["one"]))
+        try base.write("other.json", rulesDocument(["not these"]))
+        var updates = RulePathWatcher(path: base.file("rules.json")).makeAsyncIterator()
+        #expect(names(try await next(&updates) { _ in true }) == ["one"])
+
+        try base.saveByRename("rules.json", rulesDocument(["two"]))
+        #expect(try await nextRules(&updates, after: ["one"]) == ["two"])
+        try base.saveByRename("rules.json", rulesDocument(["three"]))
+        #expect(try await nextRules(&updates, after: ["two"]) == ["three"])
+        try base.write("rules.json", rulesDocument(["four"]))
+        #expect(try await nextRules(&updates, after: ["three"]) == ["four"])
+
+        try base.delete("rules.json")
+        let gone = try await next(&updates) { names($0) == nil }
+        #expect(throws: Self.missing(base.file("rules.json"))) { try gone.get() }
+        try base.saveByRename("rules.json", rulesDocument(["five"]))
+        #expect(try await nextRules(&updates, after: []) == ["five"])
+    }
+
+    /// A path missing from the start is reported once, not on every recheck, and loaded when it appears.
+    @Test func aMissingPathIsReportedOnceAndLoadedWhenItAppears() async throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        let outcomes = OutcomeRecorder(RulePathWatcher(path: base.file("rules"), recheckInterval: .milliseconds(20)))
+        defer { outcomes.stop() }
+        await outcomes.waitUntil { $0.count >= 1 }
+        // Fifty rechecks' time, to give a watcher that reports on every recheck the chance to do so.
+        try await Task.sleep(for: .seconds(1))
+        let reports = outcomes.all
+        #expect(reports.count == 1)
+        #expect(throws: Self.missing(base.file("rules"))) { try reports.first?.get() }
+
+        try FileManager.default.createDirectory(atPath: base.file("rules"), withIntermediateDirectories: false)
+        try base.write("rules/a.json", rulesDocument(["one"]))
+        await outcomes.waitUntil { names($0.last ?? .success(.empty)) == ["one"] }
+        #expect(outcomes.all.last.flatMap(names) == ["one"])
+    }
+
+    /// A parent directory swapped through a symlink higher up, which inotify does not report: found by the recheck.
+    @Test func aParentReplacedHigherUpIsFoundByTheRecheck() async throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        for release in ["release1", "release2"] {
+            try FileManager.default.createDirectory(atPath: base.file("\(release)/rules"), withIntermediateDirectories: true)
+            try base.write("\(release)/rules/a.json", rulesDocument([release]))
+        }
+        try FileManager.default.createSymbolicLink(atPath: base.file("current"), withDestinationPath: "release1")
+        var updates = RulePathWatcher(path: base.file("current/rules"), recheckInterval: .milliseconds(100))
+            .makeAsyncIterator()
+        #expect(names(try await next(&updates) { _ in true }) == ["release1"])
+
+        try FileManager.default.createSymbolicLink(atPath: base.file("current.new"), withDestinationPath: "release2")
+        try base.rename("current.new", to: "current")
+        #expect(try await nextRules(&updates, after: ["release1"]) == ["release2"])
+        try base.write("release2/rules/a.json", rulesDocument(["release2", "edited"]))
+        #expect(try await nextRules(&updates, after: ["release2"]) == ["release2", "edited"])
     }
 
     @Test func cancellingTheConsumerStopsTheThreadAndClosesTheDescriptors() async throws {
@@ -127,7 +215,7 @@ struct WatcherTests {
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
             var count = 0
-            for await _ in RuleDirectoryWatcher(directory: directory.path) {
+            for await _ in RulePathWatcher(path: directory.path) {
                 count += 1
                 startedContinuation.yield()
             }
@@ -148,7 +236,7 @@ struct WatcherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         do {
-            var updates = RuleDirectoryWatcher(directory: directory.path).makeAsyncIterator()
+            var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
             #expect(await updates.next() != nil)
             #expect(Self.inotifyDescriptors(watching: directory.path).count == 1)
         }
@@ -178,5 +266,32 @@ struct WatcherTests {
             else { return false }
             return details.split(separator: "\n").contains { $0.hasPrefix("inotify wd:") && $0.contains(watched) }
         }
+    }
+}
+
+/// Consumes a watcher on a task of its own and keeps every outcome, for tests that count them.
+final class OutcomeRecorder: Sendable {
+    private let outcomes = Mutex<[RulePathWatcher.Element]>([])
+    private let consumer = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ watcher: RulePathWatcher) {
+        // Holds the recorder until the watcher ends, which `stop()` makes it do.
+        let task = Task {
+            for await outcome in watcher {
+                self.outcomes.withLock { $0.append(outcome) }
+            }
+        }
+        consumer.withLock { $0 = task }
+    }
+
+    var all: [RulePathWatcher.Element] { outcomes.withLock { $0 } }
+
+    /// Waits at most 20 seconds for `condition`; the caller asserts what it expected.
+    func waitUntil(_ condition: ([RulePathWatcher.Element]) -> Bool) async {
+        await WatcherTests.waitUntil { condition(self.all) }
+    }
+
+    func stop() {
+        consumer.withLock { $0?.cancel() }
     }
 }
