@@ -94,6 +94,13 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             queue.finish()
         }
 
+        /// Drops the elements buffered for the consumer, without ending the stream; returns how many there were. For a
+        /// producer that stops: what the consumer has not taken yet is no longer wanted.
+        @discardableResult
+        public func discardBuffered() -> Int {
+            queue.discardBuffered()
+        }
+
         /// Runs once, when the stream finishes or the consumer goes (cancelled, or the sequence dropped); at once
         /// if that has happened already.
         public func onTermination(_ handler: @escaping @Sendable () -> Void) {
@@ -223,6 +230,19 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             handler?()
             // The elements are released here, outside the lock.
             _ = dropped
+        }
+
+        func discardBuffered() -> Int {
+            let (dropped, count) = state.withLock { state -> ([Element], Int) in
+                defer {
+                    state.buffer = []
+                    state.head = 0
+                }
+                return (state.buffer, state.buffer.count - state.head)
+            }
+            // The elements are released here, outside the lock.
+            _ = dropped
+            return count
         }
 
         func setTerminationHandler(_ handler: @escaping @Sendable () -> Void) {

@@ -89,6 +89,7 @@ public final class IoActorController: Controller {
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
         let entries = actors.withLock { Array($0.values) }
+        for entry in entries { entry.resumeDelivery() }
         await withDiscardingTaskGroup { group in
             for entry in entries {
                 guard let ioStates = try? manager.observeIoState(of: entry.actor.objectId) else { continue }
@@ -102,6 +103,19 @@ public final class IoActorController: Controller {
         }
         // The manager is stopping: no actor stays associated.
         for entry in entries { entry.associate(false) }
+    }
+
+    /// The agent stops: values routed to the actors from now on, and those their consumers have not taken yet, are
+    /// dropped (counted in `coaty_edge_inbound_dropped_on_stop_total` and logged), so that no output moves after the
+    /// stop began and the stop does not wait for a backlog.
+    public func onStopping(_ context: ControllerContext) async {
+        let entries = actors.withLock { Array($0.values) }
+        for entry in entries {
+            let dropped = entry.stopDelivery()
+            if dropped > 0 {
+                context.logger.notice("dropped \(dropped) values for \(entry.actor.name) that were pending when the agent stopped")
+            }
+        }
     }
 
     /// The latest value at once (if there is one), then every value routed to the actor.
@@ -144,6 +158,8 @@ private final class ActorEntry: Sendable {
         /// Mirrors `state`, so that a value does not take the broadcast's lock only to find it unchanged.
         var currentState = IoActorState.waiting
         var nextId = 0
+        /// Set while the agent stops: values are dropped, not handed on.
+        var isStopped = false
         /// Kept as an array that `receive` hands on as it is, without copying per value.
         var valueWatchers: [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] = []
     }
@@ -157,6 +173,7 @@ private final class ActorEntry: Sendable {
     let shared = Mutex(Shared())
     let receivedCounter: Counter
     let rejectedCounter: Counter
+    let droppedOnStopCounter = Counter(label: "coaty_edge_inbound_dropped_on_stop_total")
     /// A source that sends the wrong type sends it at its full rate: every value is counted, a few are logged.
     let rejectionLog = LogBudget()
 
@@ -171,6 +188,10 @@ private final class ActorEntry: Sendable {
     /// Called on the manager's network thread for every value.
     func receive(_ value: IoValue) {
         let watchers = shared.withLock { shared -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
+            guard !shared.isStopped else {
+                droppedOnStopCounter.increment()
+                return []
+            }
             if let problem = check?(value) {
                 count(rejection: problem, in: &shared)
                 if case .log(let suppressed) = rejectionLog.admit() {
@@ -197,6 +218,21 @@ private final class ActorEntry: Sendable {
         shared.rejected += 1
         rejectedCounter.increment()
         change(to: .failed(problem), in: &shared)
+    }
+
+    /// Drops what comes from now on and what the value streams hold; returns how many values the streams held.
+    func stopDelivery() -> Int {
+        let watchers = shared.withLock { shared in
+            shared.isStopped = true
+            return shared.valueWatchers
+        }
+        let dropped = watchers.reduce(0) { $0 + $1.continuation.discardBuffered() }
+        droppedOnStopCounter.increment(by: Int64(dropped))
+        return dropped
+    }
+
+    func resumeDelivery() {
+        shared.withLock { $0.isStopped = false }
     }
 
     func associate(_ isAssociated: Bool) {
