@@ -1,0 +1,95 @@
+import CoatyTestSupport
+import Foundation
+import MQTTTestSupport
+import Testing
+
+/// `coaty-edge run` with an emulated relay whose actor's route is flooded with alternating values: SIGTERM mid-flood
+/// leaves the relay in its safe state, with no switch after it, and ends the agent at once whatever is queued; and
+/// minOnTime/minOffTime hold the relay's switches back under the same flood.
+@Suite(.serialized) struct StopUnderLoadTests {
+    static let sourceId = "flood"
+    static let route = "coaty/3/-/IOV/flood"
+
+    /// A router agent that associates every compatible pair of the context Board.
+    static func router(broker: Int) -> String {
+        """
+        {"common": {"agentIdentity": {"name": "Router"}},
+         "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker)"},
+         "controllers": {"router": {"type": "ioRouter", "ioContext": {"name": "Board", "operatingState": "normal"}}}}
+        """
+    }
+
+    /// An agent with a relay on an emulated GPIO line 17, initially off, safe state on, driven by its actor; and the
+    /// IoSource the test floods, which no device feeds.
+    static func relay(broker: Int, limits: String = "") -> String {
+        """
+        {"common": {"agentIdentity": {"name": "Relay"}, "ioContextNodes": {"Board": {
+           "ioSources": [{"objectId": "\(sourceId)", "name": "Flood", "valueType": "coaty-edge.Switch"}],
+           "ioActors": [{"objectId": "relay", "name": "Fan relay", "valueType": "coaty-edge.Switch"}]}}},
+         "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker)"},
+         "devices": {"emulated": true, "outputs": [
+           {"driver": "gpio-output", "ioActor": "relay", "chip": "gpiochip0", "line": 17, "initial": "off",
+            "safeState": "on"\(limits)}]}}
+        """
+    }
+
+    /// Three `mosquitto_pub -l` that publish true, false, true, ... on the route as fast as they can; kill their
+    /// process group to end them.
+    static func flood(broker: Int) async throws -> CoatyTestSupport.ChildProcess {
+        let publisher = "yes \"$(printf 'true\\nfalse')\" | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
+        return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", "for i in 1 2 3; do (\(publisher)) & done; wait"))
+    }
+
+    /// The router, and the relay agent once its relay was associated.
+    static func agents(broker: TestBroker, scratch: Scratch, limits: String = "") async throws
+        -> (router: CoatyTestSupport.ChildProcess, relay: CoatyTestSupport.ChildProcess)
+    {
+        let router = try await Executable.start(["run", "--config", try scratch.write("router.json", Self.router(broker: broker.port))])
+        let relay = try await Executable.start(
+            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))])
+        try await router.line(containing: "associated Flood with Fan relay", onErrors: true, within: .seconds(30))
+        return (router, relay)
+    }
+
+    static let output = "GPIO output line 17 of gpiochip0"
+
+    /// The stop under a flood: the relay goes to its safe state (on) while the flood toggles it, the safe state is
+    /// logged (also when the relay happened to be on) and no switch follows it, the pending values are dropped and
+    /// counted, and the agent ends well within a second of SIGTERM (allowing for a loaded machine: under 2 s; it used
+    /// to work off its backlog first).
+    @Test(.emulatedHardware) func sigtermMidFloodLeavesTheOutputInItsSafeStateAndEndsAtOnce() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let (router, relay) = try await Self.agents(broker: broker, scratch: scratch)
+        let flood = try await Self.flood(broker: broker.port)
+        try await relay.line(containing: "\(Self.output) (Fan relay) switched on by true", onErrors: true)
+        try await relay.line(containing: "\(Self.output) (Fan relay) switched off by false", onErrors: true)
+        // Long enough for a backlog to build up behind the relay's switching.
+        try await Task.sleep(for: .seconds(2))
+
+        let signalled = ContinuousClock.now
+        kill(relay.processIdentifier, SIGTERM)
+        let stopped = try await relay.finished(within: .seconds(60))
+        let stopTime = ContinuousClock.now - signalled
+        kill(-flood.processIdentifier, SIGKILL)
+        _ = try? await flood.finished(within: .seconds(10))
+
+        #expect(stopped.status == 0, "\(stopped.errors.suffix(2000))")
+        let lines = stopped.errors.split(separator: "\n").map(String.init)
+        let safe = lines.lastIndex {
+            $0.hasSuffix("\(Self.output) to its safe state (on): the agent stops")
+                || $0.hasSuffix("\(Self.output) in its safe state (on) already: the agent stops")
+        }
+        #expect(safe != nil, "no safe-state line in \(lines.suffix(20))")
+        if let safe {
+            let later = lines[(safe + 1)...].filter { $0.contains(" switched ") }
+            #expect(later.isEmpty, "\(later.count) switches after the safe state: \(later.prefix(5))")
+        }
+        #expect(lines.contains { $0.contains("values for Fan relay that were pending when the agent stopped") }, "\(lines.suffix(20))")
+        #expect(stopTime < .seconds(2), "the agent took \(stopTime) to end after SIGTERM")
+        #expect(lines.last?.hasSuffix("agent Relay stopped") == true, "\(lines.suffix(5))")
+
+        #expect(try await router.stop(with: SIGTERM).status == 0)
+        try await broker.stop()
+    }
+}
