@@ -33,20 +33,20 @@ import Testing
         """
     }
 
-    /// Three `mosquitto_pub -l` that publish true, false, true, ... on the route as fast as they can; kill their
-    /// process group to end them.
-    static func flood(broker: Int) async throws -> CoatyTestSupport.ChildProcess {
+    /// `publishers` times `mosquitto_pub -l` that publish true, false, true, ... on the route as fast as they can; kill
+    /// their process group to end them.
+    static func flood(broker: Int, publishers: Int = 3) async throws -> CoatyTestSupport.ChildProcess {
         let publisher = "yes \"$(printf 'true\\nfalse')\" | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
-        return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", "for i in 1 2 3; do (\(publisher)) & done; wait"))
+        return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", "for i in $(seq \(publishers)); do (\(publisher)) & done; wait"))
     }
 
     /// The router, and the relay agent once its relay was associated.
-    static func agents(broker: TestBroker, scratch: Scratch, limits: String = "") async throws
+    static func agents(broker: TestBroker, scratch: Scratch, limits: String = "", extra: [String] = []) async throws
         -> (router: CoatyTestSupport.ChildProcess, relay: CoatyTestSupport.ChildProcess)
     {
         let router = try await Executable.start(["run", "--config", try scratch.write("router.json", Self.router(broker: broker.port))])
         let relay = try await Executable.start(
-            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))])
+            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))] + extra)
         try await router.line(containing: "associated Flood with Fan relay", onErrors: true, within: .seconds(30))
         return (router, relay)
     }
@@ -91,5 +91,66 @@ import Testing
 
         #expect(try await router.stop(with: SIGTERM).status == 0)
         try await broker.stop()
+    }
+
+    /// minOnTime and minOffTime of 1 s under the flood: the relay switches at most about once a second, the switches
+    /// held back are counted in the metrics and logged within a budget, and after the flood the relay ends in the state
+    /// last asked for, even when that came while a switch was held back.
+    @Test(.emulatedHardware) func minimumOnAndOffTimesHoldSwitchesBackUnderAFlood() async throws {
+        let broker = try await TestBroker.started()
+        let scratch = try Scratch()
+        let metricsPort = try freeLoopbackPort()
+        let started = ContinuousClock.now
+        let (router, relay) = try await Self.agents(
+            broker: broker, scratch: scratch, limits: #", "minOnTime": "1s", "minOffTime": "1s""#,
+            extra: ["--metrics-port", "\(metricsPort)"])
+        let flood = try await Self.flood(broker: broker.port, publishers: 1)
+        try await relay.line(containing: "held back a switch", onErrors: true)
+        try await Task.sleep(for: .milliseconds(500))
+        kill(-flood.processIdentifier, SIGKILL)
+        _ = try? await flood.finished(within: .seconds(10))
+        let suppressed = try await scrape(port: metricsPort)["coaty_edge_output_switches_suppressed_total{actor=\"relay\"}"] ?? 0
+        #expect(suppressed > 10, "\(suppressed) switches held back")
+
+        // The broker delivers what it queued for the agent during the flood for a while: wait until no value comes
+        // for half a second. Then off for sure; then on, off, on within a millisecond: the relay ends on, by one switch.
+        let received = "coaty_edge_values_received_total{actor=\"relay\"}"
+        var count = -1.0
+        try await waitUntil("the flood's values to end", within: .seconds(60)) {
+            let previous = count
+            try await Task.sleep(for: .milliseconds(500))
+            count = try await scrape(port: metricsPort)[received] ?? 0
+            return count == previous
+        }
+        try await Self.publish(["false"], broker: broker.port)
+        try await Task.sleep(for: .milliseconds(1500))
+        let before = relay.errors.text.count
+        try await Self.publish(["true", "false", "true"], broker: broker.port)
+        try await waitUntil("the relay to switch on", within: .seconds(20)) {
+            relay.errors.text.dropFirst(before).contains("(Fan relay) switched on")
+        }
+        try await Task.sleep(for: .milliseconds(1500))
+        let elapsed = ContinuousClock.now - started
+        let stopped = try await relay.stop(with: SIGTERM, within: .seconds(20))
+        #expect(stopped.status == 0)
+
+        let after = stopped.errors.dropFirst(before).split(separator: "\n").filter { $0.contains(" switched ") }
+        #expect(after.count == 1 && after.first?.contains("switched on") == true, "\(stopped.errors.dropFirst(before - 3000))")
+        let lines = stopped.errors.split(separator: "\n")
+        let switches = lines.filter { $0.contains("(Fan relay) switched ") }.count
+        #expect(switches <= Int(elapsed / .seconds(1)) + 2, "\(switches) switches in \(elapsed)")
+        let logged = lines.filter { $0.contains("(Fan relay) held back a switch") }.count
+        #expect(logged >= 1 && logged <= 20, "\(logged) lines about held-back switches")
+        #expect(try await router.stop(with: SIGTERM).status == 0)
+        try await broker.stop()
+    }
+
+    /// Publishes the values on the flooded route, one connection, one after the other.
+    static func publish(_ values: [String], broker: Int) async throws {
+        let lines = values.joined(separator: "\\n")
+        let result = try await Command(
+            "sh", "-c", "printf '\(lines)\\n' | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
+        ).run(timeout: .seconds(20))
+        #expect(result.status == 0, "\(result.errors)")
     }
 }
