@@ -199,7 +199,7 @@ final class OutputDevices: Sendable {
                     }
                     let limit = on ? "minOffTime" : "minOnTime"
                     wiring.logger.notice(
-                        "\(wiring.name) held back a switch \(on ? "on" : "off") by \(cause()) for \(remaining) (\(limit)); it follows the state last asked for then")
+                        "\(wiring.name) held back a switch \(on ? "on" : "off") by \(cause()) for \(Self.seconds(remaining)) (\(limit)); it takes the state last asked for then")
                 }
             case .rejected(let rejected):
                 wiring.logger.warning("\(wiring.name) ignored \(rejected): not a value it understands")
@@ -210,6 +210,13 @@ final class OutputDevices: Sendable {
                 break
             }
         }
+    }
+
+    /// A wait as the log shows it, in seconds with one decimal: "0.9s", "41.0s".
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = seconds * 10 + (attoseconds + 99_999_999_999_999_999) / 100_000_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10)s"
     }
 
     // MARK: - Safe state
