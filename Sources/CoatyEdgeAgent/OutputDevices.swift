@@ -124,7 +124,7 @@ final class OutputDevices: Sendable {
             }
             group.addTask {
                 for await deadline in holdEnds {
-                    try? await self.clock.sleep(until: deadline)
+                    guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
                     self.change(wiring, by: "the state last asked for, after its minimum time") { driver, now in driver.settle(at: now) }
                 }
             }
