@@ -8,8 +8,8 @@ struct Run: AsyncParsableCommand {
         discussion: """
             The whole configuration (routers, rules, devices) is checked first; an invalid one exits with status 78 \
             (systemd: RestartPreventExitStatus=78). With "devices": {"emulated": true} the program re-executes itself \
-            under the umockdev preload. On SIGTERM or SIGINT the outputs go to their safe state, the agent \
-            deadvertises and disconnects, and it exits 0. Under systemd (Type=notify) it sends READY=1 once started \
+            under the umockdev preload. On SIGTERM or SIGINT the agent drops what is still queued inbound, the \
+            outputs go to their safe state, the agent deadvertises and disconnects, and it exits 0. Under systemd (Type=notify) it sends READY=1 once started \
             and STOPPING=1 when stopping; logs go to the journal with their priorities.
             """)
 
