@@ -31,6 +31,20 @@ import CoatyCommunication
         }
     }
 
+    /// What a stopping producer discards is gone, counted, and the stream goes on with what comes later.
+    @Test func discardingTheBufferDropsWhatTheConsumerHasNotTakenAndKeepsTheStreamOpen() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        var iterator = stream.makeAsyncIterator()
+        for value in 1...100 { continuation.yield(value) }
+        #expect(await iterator.next() == 1)
+        #expect(continuation.discardBuffered() == 99)
+        #expect(continuation.discardBuffered() == 0)
+        continuation.yield(101)
+        continuation.finish()
+        #expect(await iterator.next() == 101)
+        #expect(await iterator.next() == nil)
+    }
+
     @Test func deliversWhatWasBufferedInOrderAndEndsAfterFinish() async {
         let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
         let termination = Termination()
