@@ -703,7 +703,7 @@ public final class CommunicationManager: Sendable {
     /// The values routed to an own IO actor, JSON or raw as the actor declares.
     public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
         let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
-        let id = try addIoValueReceiver(of: actor, deliver: continuation.yield, reject: nil, finish: continuation.finish)
+        let id = try addIoValueReceiver(of: actor, deliver: { continuation.yield($0) }, reject: nil, finish: continuation.finish)
         continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
         return stream
     }

@@ -60,11 +60,15 @@ public enum EdgeValueType {
 }
 
 /// Receives the values routed to this agent's IO actors. Each actor's value stream replays the latest value to a
-/// new subscriber at once (also after a re-association), as Coaty's IoActorController does.
+/// new subscriber at once (also after a re-association), as Coaty's IoActorController does. A stream holds at most
+/// `valueBufferLimit` values its consumer has not taken: under a flood the oldest give way, counted in
+/// `coaty_edge_values_overflowed_total{actor}` and logged with a budget, so that a slow consumer (an output that
+/// switches a relay and logs each switch) costs bounded memory and works on recent values.
 ///
 /// Values are taken from the communication manager as they arrive, on its network thread (`handleIoValues`), and
 /// handed straight to the actors' value streams: a task of its own in between would add a hop to every value.
 public final class IoActorController: Controller {
+    public static let valueBufferLimit = 1000
     private let valueTypes: IoValueTypes
     /// Set once, by `onInit`.
     private let actors = Mutex<[String: ActorEntry]>([:])
@@ -174,6 +178,8 @@ private final class ActorEntry: Sendable {
     let receivedCounter: Counter
     let rejectedCounter: Counter
     let droppedOnStopCounter = Counter(label: "coaty_edge_inbound_dropped_on_stop_total")
+    let overflowCounter: Counter
+    let overflowLog = LogBudget()
     /// A source that sends the wrong type sends it at its full rate: every value is counted, a few are logged.
     let rejectionLog = LogBudget()
 
@@ -183,6 +189,7 @@ private final class ActorEntry: Sendable {
         self.logger = logger
         receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
         rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
+        overflowCounter = Counter(label: "coaty_edge_values_overflowed_total", dimensions: [("actor", actor.objectId)])
     }
 
     /// Called on the manager's network thread for every value.
@@ -206,7 +213,14 @@ private final class ActorEntry: Sendable {
             change(to: .receiving, in: &shared)
             return shared.valueWatchers
         }
-        for watcher in watchers { watcher.continuation.yield(value) }
+        for watcher in watchers where !watcher.continuation.yield(value) {
+            overflowCounter.increment()
+            if case .log(let suppressed) = overflowLog.admit() {
+                if suppressed > 0 { logger.warning("\(suppressed) more values for \(actor.name) gave way without a log line") }
+                logger.warning(
+                    "a consumer of \(actor.name) falls behind: the oldest of \(IoActorController.valueBufferLimit) values waiting for it gave way")
+            }
+        }
     }
 
     /// Called on the manager's network thread for a payload the manager could not decode; the manager logs it.
@@ -250,7 +264,7 @@ private final class ActorEntry: Sendable {
     }
 
     func values() -> ObservationStream<IoValue> {
-        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
+        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self, bufferLimit: IoActorController.valueBufferLimit)
         let id = shared.withLock { shared in
             let id = shared.nextId
             shared.nextId += 1
