@@ -87,6 +87,12 @@ import Testing
         }
         #expect(lines.contains { $0.contains("values for Fan relay that were pending when the agent stopped") }, "\(lines.suffix(20))")
         #expect(stopTime < .seconds(2), "the agent took \(stopTime) to end after SIGTERM")
+        // The agent's own clock, from its first line about the stop to its last line.
+        let first = lines.first { $0.contains("that were pending when the agent stopped") }.flatMap(Self.time)
+        let last = lines.last.flatMap(Self.time)
+        if let first, let last {
+            #expect(last.timeIntervalSince(first) < 0.5, "the stop took \(last.timeIntervalSince(first)) s by the agent's log")
+        }
         #expect(lines.last?.hasSuffix("agent Relay stopped") == true, "\(lines.suffix(5))")
 
         #expect(try await router.stop(with: SIGTERM).status == 0)
@@ -143,6 +149,13 @@ import Testing
         #expect(logged >= 1 && logged <= 20, "\(logged) lines about held-back switches")
         #expect(try await router.stop(with: SIGTERM).status == 0)
         try await broker.stop()
+    }
+
+    /// The time of a log line (`2026-06-01T12:00:00.123Z info ...`).
+    static func time(of line: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return line.split(separator: " ").first.flatMap { formatter.date(from: String($0)) }
     }
 
     /// Publishes the values on the flooded route, one connection, one after the other.
