@@ -35,6 +35,14 @@ public final class CommunicationManager: Sendable {
     private let rejectedCounter = Counter(label: "coaty_edge_messages_rejected_total")
     private let rejectionLogBudget = LogBudget()
     private let connectionFailures = ConnectionFailureLog()
+    /// Set by `stopReceiving` (and `stop`) until the next start: inbound messages are dropped, not handled.
+    private let isDroppingInbound = Atomic(false)
+    /// The inbound messages dropped since the stop began.
+    private let droppedWhileStopping = Atomic(0)
+    private let droppedWhileStoppingCounter = Counter(label: "coaty_edge_inbound_dropped_on_stop_total")
+    /// Callers between taking the transport (while no Deadvertise was queued) and the end of their publication: the
+    /// Deadvertise waits for them, so that it is the last publication.
+    private let publishersInFlight = Atomic(0)
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -86,6 +94,8 @@ public final class CommunicationManager: Sendable {
         var subscriptionOrder: [String] = []
         var queue: [MQTTMessage] = []
         var isDraining = false
+        /// Set when `stop` queues the Deadvertise: nothing is published after it, so publications are dropped.
+        var hasLeft = false
         var nextObserverId = 0
         var eventObservers: [RoutingKey: [EventObserver]] = [:]
         var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String)] = [:]
@@ -175,6 +185,7 @@ public final class CommunicationManager: Sendable {
         }
         guard started else { return }
         connectionFailures.reset()
+        isDroppingInbound.store(false, ordering: .relaxed)
         operatingStateBroadcast.send(.started)
 
         let connectOptions = MQTTConnectOptions(
@@ -196,22 +207,42 @@ public final class CommunicationManager: Sendable {
         state.withLock { $0.connectionTask = task }
     }
 
-    /// Leaves: publishes the Deadvertise of the identity and IO nodes, disconnects (so the broker drops the
-    /// will; if the Deadvertise could not be sent, the socket is closed so the will tells the others), ends all
-    /// observations and forgets deferred publications and subscriptions.
+    /// Stops handling inbound messages: from now on they are dropped and counted (`stop` logs how many), so that a
+    /// stop does not wait for a backlog of values or requests, and nothing answers a request any more. `stop` does it
+    /// too; an agent that stops calls it first, before its controllers' last publications. Until the next `start`.
+    public func stopReceiving() {
+        isDroppingInbound.store(true, ordering: .relaxed)
+    }
+
+    /// Leaves: drops inbound messages from now on, publishes the Deadvertise of the identity and IO nodes as the last
+    /// publication (later ones are dropped), disconnects (so the broker drops the will; if the Deadvertise could not
+    /// be sent, the socket is closed so the will tells the others), ends all observations and forgets deferred
+    /// publications and subscriptions.
     public func stop() async {
+        stopReceiving()
         let leaving = state.withLock { state -> (any MQTTTransport, Task<Void, Never>?, [IoNode])? in
             guard state.operatingState == .started, let transport = state.transport else { return nil }
             state.operatingState = .stopped
+            state.hasLeft = true
             return (transport, state.connectionTask, state.ioNodes)
         }
         guard let (transport, connectionTask, nodes) = leaving else { return }
         operatingStateBroadcast.send(.stopped)
 
-        enqueue([unjoinMessage(nodes: nodes)])
-        drain()
+        // A publication that took the transport before `hasLeft` was set goes out before the Deadvertise: it takes
+        // microseconds, a queue drained meanwhile a little longer.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while publishersInFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .microseconds(100))
+        }
+        state.withLock { $0.queue.append(unjoinMessage(nodes: nodes)) }
+        drain(leaving: true)
         let isUnjoinSent = state.withLock { $0.isOnline && $0.queue.isEmpty }
         logger.debug("leaving: Deadvertise \(isUnjoinSent ? "sent" : "queued"), disconnecting \(isUnjoinSent ? "cleanly" : "abruptly")")
+        let dropped = droppedWhileStopping.exchange(0, ordering: .relaxed)
+        if dropped > 0 {
+            logger.notice("dropped \(dropped) inbound messages that arrived while the agent stopped")
+        }
         await transport.disconnect(isUnjoinSent ? .clean : .abrupt)
         await connectionTask?.value
 
@@ -337,6 +368,7 @@ public final class CommunicationManager: Sendable {
     /// Sends at once when online with nothing queued, and queues otherwise (FIFO, drained on connect).
     func enqueue(_ messages: [MQTTMessage]) {
         guard let transport = transportForSending(messages) else { return }
+        defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
         for (index, message) in messages.enumerated() {
             guard send(message, on: transport, keepingOnFailure: messages[(index + 1)...]) else { return }
         }
@@ -345,16 +377,21 @@ public final class CommunicationManager: Sendable {
     /// `enqueue` of one message, without an array: values and most events are one publication.
     func enqueue(_ message: MQTTMessage) {
         guard let transport = transportForSending(CollectionOfOne(message)) else { return }
+        defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
         send(message, on: transport, keepingOnFailure: [])
     }
 
-    /// The transport if the messages can go out now; otherwise they are queued.
+    /// The transport if the messages can go out now (the caller is then a publisher in flight until it is done);
+    /// otherwise they are queued, or dropped after the Deadvertise.
     private func transportForSending(_ messages: some Collection<MQTTMessage>) -> (any MQTTTransport)? {
         state.withLock { state -> (any MQTTTransport)? in
+            guard !state.hasLeft else { return nil }
             guard state.isOnline, state.queue.isEmpty, !state.isDraining, let transport = state.transport else {
                 state.queue.append(contentsOf: messages)
                 return nil
             }
+            // Under the lock that `stop` sets `hasLeft` with, so that it sees this publisher.
+            publishersInFlight.wrappingAdd(1, ordering: .relaxed)
             return transport
         }
     }
@@ -377,19 +414,22 @@ public final class CommunicationManager: Sendable {
         return true
     }
 
-    /// Sends the queued publications in order until the queue is empty or the connection fails.
-    func drain() {
+    /// Sends the queued publications in order until the queue is empty or the connection fails. After the
+    /// Deadvertise was queued, only `stop` drains (`leaving`).
+    func drain(leaving: Bool = false) {
         while true {
             let next = state.withLock { state -> (any MQTTTransport, [MQTTMessage])? in
-                guard state.isOnline, let transport = state.transport, !state.queue.isEmpty else {
+                guard state.isOnline, let transport = state.transport, !state.queue.isEmpty, leaving || !state.hasLeft else {
                     state.isDraining = false
                     return nil
                 }
                 state.isDraining = true
+                publishersInFlight.wrappingAdd(1, ordering: .relaxed)
                 defer { state.queue = [] }
                 return (transport, state.queue)
             }
             guard let (transport, batch) = next else { return }
+            defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
             for (index, message) in batch.enumerated() {
                 do {
                     try transport.publish(message)
@@ -498,6 +538,11 @@ public final class CommunicationManager: Sendable {
 
     /// Called on the transport's network thread for every message.
     private func receive(_ message: MQTTMessage) {
+        guard !isDroppingInbound.load(ordering: .relaxed) else {
+            droppedWhileStopping.add(1)
+            droppedWhileStoppingCounter.increment()
+            return
+        }
         if deliverOnIoRoute(message) { return }
         switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
         case .success(.event(let topic, let event)):
@@ -684,7 +729,7 @@ public final class CommunicationManager: Sendable {
     /// The values routed to an own IO actor, JSON or raw as the actor declares.
     public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
         let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
-        let id = try addIoValueReceiver(of: actor, deliver: continuation.yield, reject: nil, finish: continuation.finish)
+        let id = try addIoValueReceiver(of: actor, deliver: { continuation.yield($0) }, reject: nil, finish: continuation.finish)
         continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
         return stream
     }

@@ -30,9 +30,11 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
 
     @usableFromInline let consumer: Consumer
 
-    /// A stream and the continuation that feeds it.
-    public static func makeStream(of _: Element.Type = Element.self) -> (stream: Self, continuation: Continuation) {
-        let queue = Queue()
+    /// A stream and the continuation that feeds it. With a `bufferLimit`, the stream holds at most that many elements
+    /// the consumer has not taken: a new one then replaces the oldest (and `yield` says so), so that a consumer that
+    /// falls behind a flood costs bounded memory.
+    public static func makeStream(of _: Element.Type = Element.self, bufferLimit: Int? = nil) -> (stream: Self, continuation: Continuation) {
+        let queue = Queue(limit: Swift.max(1, bufferLimit ?? .max))
         return (Self(consumer: Consumer(queue)), Continuation(queue: queue))
     }
 
@@ -82,9 +84,11 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             self.queue = queue
         }
 
-        /// Appends an element for the consumer; dropped once the stream has finished or the consumer is gone.
+        /// Appends an element for the consumer; dropped once the stream has finished or the consumer is gone. Returns
+        /// false when the buffer was full and the oldest element was dropped for it.
         @inlinable
-        public func yield(_ element: Element) {
+        @discardableResult
+        public func yield(_ element: Element) -> Bool {
             queue.yield(element)
         }
 
@@ -92,6 +96,13 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         @inlinable
         public func finish() {
             queue.finish()
+        }
+
+        /// Drops the elements buffered for the consumer, without ending the stream; returns how many there were. For a
+        /// producer that stops: what the consumer has not taken yet is no longer wanted.
+        @discardableResult
+        public func discardBuffered() -> Int {
+            queue.discardBuffered()
         }
 
         /// Runs once, when the stream finishes or the consumer goes (cancelled, or the sequence dropped); at once
@@ -143,22 +154,29 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         }
 
         @usableFromInline let state = Mutex(State())
+        /// The most elements the buffer holds.
+        @usableFromInline let limit: Int
 
         @usableFromInline
-        init() {}
+        init(limit: Int) {
+            self.limit = limit
+        }
 
         @inlinable
-        func yield(_ element: Element) {
-            let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
-                guard case .open = state.phase else { return nil }
+        func yield(_ element: Element) -> Bool {
+            let (waiter, isKept) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, Bool) in
+                guard case .open = state.phase else { return (nil, true) }
                 if let waiter = state.waiter {
                     state.waiter = nil
-                    return waiter
+                    return (waiter, true)
                 }
+                let isFull = state.buffer.count - state.head >= limit
+                if isFull { _ = state.take() }
                 state.buffer.append(element)
-                return nil
+                return (nil, !isFull)
             }
             waiter?.resume(returning: element)
+            return isKept
         }
 
         /// Takes a buffered element without suspending when there is one; otherwise waits for `yield`, `finish`
@@ -223,6 +241,19 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             handler?()
             // The elements are released here, outside the lock.
             _ = dropped
+        }
+
+        func discardBuffered() -> Int {
+            let (dropped, count) = state.withLock { state -> ([Element], Int) in
+                defer {
+                    state.buffer = []
+                    state.head = 0
+                }
+                return (state.buffer, state.buffer.count - state.head)
+            }
+            // The elements are released here, outside the lock.
+            _ = dropped
+            return count
         }
 
         func setTerminationHandler(_ handler: @escaping @Sendable () -> Void) {

@@ -85,8 +85,9 @@ public enum AgentRunner {
         LoggingSystem.bootstrap { label in LineLogHandler(label: label, level: level, format: format) }
     }
 
-    /// Runs the agent until SIGTERM or SIGINT, then shuts it down gracefully: outputs to their safe state, routers
-    /// disassociate, Deadvertise, disconnect. Tells systemd READY=1 once the agent is started and STOPPING=1 when
+    /// Runs the agent until SIGTERM or SIGINT, then shuts it down gracefully and at once, whatever is queued: inbound
+    /// messages dropped (counted and logged), routers disassociate, outputs to their safe state, Deadvertise (the last
+    /// publication), disconnect. Tells systemd READY=1 once the agent is started and STOPPING=1 when
     /// the shutdown begins.
     public static func run(_ configuration: AgentConfiguration, logger: Logger) async throws(CommandFailure) {
         // The metrics backend must be in place before the agent creates its counters.

@@ -60,11 +60,15 @@ public enum EdgeValueType {
 }
 
 /// Receives the values routed to this agent's IO actors. Each actor's value stream replays the latest value to a
-/// new subscriber at once (also after a re-association), as Coaty's IoActorController does.
+/// new subscriber at once (also after a re-association), as Coaty's IoActorController does. A stream holds at most
+/// `valueBufferLimit` values its consumer has not taken: under a flood the oldest give way, counted in
+/// `coaty_edge_values_overflowed_total{actor}` and logged with a budget, so that a slow consumer (an output that
+/// switches a relay and logs each switch) costs bounded memory and works on recent values.
 ///
 /// Values are taken from the communication manager as they arrive, on its network thread (`handleIoValues`), and
 /// handed straight to the actors' value streams: a task of its own in between would add a hop to every value.
 public final class IoActorController: Controller {
+    public static let valueBufferLimit = 1000
     private let valueTypes: IoValueTypes
     /// Set once, by `onInit`.
     private let actors = Mutex<[String: ActorEntry]>([:])
@@ -89,6 +93,7 @@ public final class IoActorController: Controller {
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
         let entries = actors.withLock { Array($0.values) }
+        for entry in entries { entry.resumeDelivery() }
         await withDiscardingTaskGroup { group in
             for entry in entries {
                 guard let ioStates = try? manager.observeIoState(of: entry.actor.objectId) else { continue }
@@ -102,6 +107,19 @@ public final class IoActorController: Controller {
         }
         // The manager is stopping: no actor stays associated.
         for entry in entries { entry.associate(false) }
+    }
+
+    /// The agent stops: values routed to the actors from now on, and those their consumers have not taken yet, are
+    /// dropped (counted in `coaty_edge_inbound_dropped_on_stop_total` and logged), so that no output moves after the
+    /// stop began and the stop does not wait for a backlog.
+    public func onStopping(_ context: ControllerContext) async {
+        let entries = actors.withLock { Array($0.values) }
+        for entry in entries {
+            let dropped = entry.stopDelivery()
+            if dropped > 0 {
+                context.logger.notice("dropped \(dropped) values for \(entry.actor.name) that were pending when the agent stopped")
+            }
+        }
     }
 
     /// The latest value at once (if there is one), then every value routed to the actor.
@@ -144,6 +162,8 @@ private final class ActorEntry: Sendable {
         /// Mirrors `state`, so that a value does not take the broadcast's lock only to find it unchanged.
         var currentState = IoActorState.waiting
         var nextId = 0
+        /// Set while the agent stops: values are dropped, not handed on.
+        var isStopped = false
         /// Kept as an array that `receive` hands on as it is, without copying per value.
         var valueWatchers: [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] = []
     }
@@ -157,6 +177,9 @@ private final class ActorEntry: Sendable {
     let shared = Mutex(Shared())
     let receivedCounter: Counter
     let rejectedCounter: Counter
+    let droppedOnStopCounter = Counter(label: "coaty_edge_inbound_dropped_on_stop_total")
+    let overflowCounter: Counter
+    let overflowLog = LogBudget()
     /// A source that sends the wrong type sends it at its full rate: every value is counted, a few are logged.
     let rejectionLog = LogBudget()
 
@@ -166,11 +189,16 @@ private final class ActorEntry: Sendable {
         self.logger = logger
         receivedCounter = Counter(label: "coaty_edge_values_received_total", dimensions: [("actor", actor.objectId)])
         rejectedCounter = Counter(label: "coaty_edge_values_rejected_total", dimensions: [("actor", actor.objectId)])
+        overflowCounter = Counter(label: "coaty_edge_values_overflowed_total", dimensions: [("actor", actor.objectId)])
     }
 
     /// Called on the manager's network thread for every value.
     func receive(_ value: IoValue) {
         let watchers = shared.withLock { shared -> [(id: Int, continuation: ObservationStream<IoValue>.Continuation)] in
+            guard !shared.isStopped else {
+                droppedOnStopCounter.increment()
+                return []
+            }
             if let problem = check?(value) {
                 count(rejection: problem, in: &shared)
                 if case .log(let suppressed) = rejectionLog.admit() {
@@ -185,7 +213,14 @@ private final class ActorEntry: Sendable {
             change(to: .receiving, in: &shared)
             return shared.valueWatchers
         }
-        for watcher in watchers { watcher.continuation.yield(value) }
+        for watcher in watchers where !watcher.continuation.yield(value) {
+            overflowCounter.increment()
+            if case .log(let suppressed) = overflowLog.admit() {
+                if suppressed > 0 { logger.warning("\(suppressed) more values for \(actor.name) gave way without a log line") }
+                logger.warning(
+                    "a consumer of \(actor.name) falls behind: the oldest of \(IoActorController.valueBufferLimit) values waiting for it gave way")
+            }
+        }
     }
 
     /// Called on the manager's network thread for a payload the manager could not decode; the manager logs it.
@@ -197,6 +232,21 @@ private final class ActorEntry: Sendable {
         shared.rejected += 1
         rejectedCounter.increment()
         change(to: .failed(problem), in: &shared)
+    }
+
+    /// Drops what comes from now on and what the value streams hold; returns how many values the streams held.
+    func stopDelivery() -> Int {
+        let watchers = shared.withLock { shared in
+            shared.isStopped = true
+            return shared.valueWatchers
+        }
+        let dropped = watchers.reduce(0) { $0 + $1.continuation.discardBuffered() }
+        droppedOnStopCounter.increment(by: Int64(dropped))
+        return dropped
+    }
+
+    func resumeDelivery() {
+        shared.withLock { $0.isStopped = false }
     }
 
     func associate(_ isAssociated: Bool) {
@@ -214,7 +264,7 @@ private final class ActorEntry: Sendable {
     }
 
     func values() -> ObservationStream<IoValue> {
-        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
+        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self, bufferLimit: IoActorController.valueBufferLimit)
         let id = shared.withLock { shared in
             let id = shared.nextId
             shared.nextId += 1

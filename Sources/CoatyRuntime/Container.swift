@@ -97,9 +97,11 @@ public final class Container: Service, Sendable {
         previous?.cancel()
     }
 
-    /// Lets controllers publish their last events, cancels their tasks, and stops the manager.
+    /// Stops handling inbound messages (they are dropped and counted: a stop does not wait for a backlog), lets
+    /// controllers publish their last events, cancels their tasks, and stops the manager.
     public func stop() async {
         guard let task = running.withLock({ running in defer { running = nil }; return running }) else { return }
+        communicationManager.stopReceiving()
         for (_, controller, context) in controllers {
             await controller.onStopping(context)
         }

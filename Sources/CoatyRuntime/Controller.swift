@@ -30,7 +30,8 @@ public struct ControllerContext: Sendable {
 /// - `whileStarted` from each start of the communication manager until it stops (Coaty's
 ///   onCommunicationManagerStarting): set up observations and handle events here; the container cancels it on
 ///   stop and runs it again after a restart;
-/// - `onStopping` before the manager stops, while it can still publish (Coaty's onCommunicationManagerStopping);
+/// - `onStopping` before the manager stops, while it can still publish but no longer receives (Coaty's
+///   onCommunicationManagerStopping);
 /// - `onDispose` once, when the container shuts down.
 public protocol Controller: AnyObject, Sendable {
     func onInit(_ context: ControllerContext) async throws

@@ -103,6 +103,8 @@ public struct OutputDevice: Sendable, Hashable {
     public var initial: Bool
     public var safeState: SafeState
     public var control: OutputControl
+    /// How long the line stays on, and off, at least before it switches again (`minOnTime`, `minOffTime`).
+    public var limits: SwitchingLimits = SwitchingLimits()
     public var path: JSONPath
 
     /// The decisions for this line, starting from its initial state.

@@ -275,7 +275,9 @@ private struct DevicesParser {
 
     mutating func output(_ entry: JSONCursor) throws(JSONShapeError) -> OutputDevice {
         _ = try entry.required("driver").oneOf(["gpio-output"])
-        try entry.allowOnly(["driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis"])
+        try entry.allowOnly([
+            "driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis", "minOnTime", "minOffTime",
+        ])
         let actorCursor = try entry.required("ioActor")
         let ioActorId = try actorCursor.nonEmptyString()
         try claim(ioActorId, in: &ioActors, by: entry.path, at: actorCursor, "IoActor \"\(ioActorId)\"")
@@ -287,9 +289,12 @@ private struct DevicesParser {
         } ?? .off
         let control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
             ?? .switching
+        let limits = SwitchingLimits(
+            minimumOn: try entry.optional("minOnTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero,
+            minimumOff: try entry.optional("minOffTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero)
         return OutputDevice(
             ioActorId: ioActorId, line: line, activeLow: activeLow, initial: initial == "on", safeState: safeState,
-            control: control, path: entry.path)
+            control: control, limits: limits, path: entry.path)
     }
 
     /// Thresholds are numbers, or `{"shared": "<object>.<key>", "default": number}` for a value of a shared object.

@@ -154,12 +154,13 @@ public struct OutputLogic: Sendable, Hashable {
         return next
     }
 
-    /// The state after falling back to the safe state; the current one for `keep`.
-    public mutating func enterSafeState() -> Bool {
+    /// The state after falling back to the safe state; for `keep`, `lineState`, the state the line has now (a switch
+    /// that was held back is given up).
+    public mutating func enterSafeState(lineState: Bool) -> Bool {
         switch safeState {
         case .on: state = true
         case .off: state = false
-        case .keep: break
+        case .keep: state = lineState
         }
         return state
     }
@@ -183,62 +184,4 @@ public struct OutputLogic: Sendable, Hashable {
             return nil
         }
     }
-}
-
-/// Drives one `DigitalOutput` with an `OutputLogic`, writing the line only when its state changes, and again
-/// after a write failed.
-public struct OutputDriver: Sendable {
-    public let line: any DigitalOutput
-    public private(set) var logic: OutputLogic
-    /// The state the line was last set to; nil after a failed write, so that the next decision writes again.
-    private var written: Bool?
-
-    /// Sets the line to the logic's state first, so that line and logic agree from the start.
-    public init(line: any DigitalOutput, logic: OutputLogic) throws(GPIOError) {
-        try line.set(active: logic.state)
-        self.line = line
-        self.logic = logic
-        self.written = logic.state
-    }
-
-    /// Applies a routed value.
-    public mutating func receive(_ value: JSONValue) -> OutputOutcome {
-        guard let state = logic.receive(value) else { return .rejected(value) }
-        return apply(state)
-    }
-
-    /// Applies new hysteresis thresholds to the last value received.
-    public mutating func retune(_ hysteresis: Hysteresis) -> OutputOutcome {
-        guard let state = logic.retune(hysteresis) else { return .unchanged }
-        return apply(state)
-    }
-
-    /// Applies the safe state; call it when the IoActor loses its association and on shutdown.
-    public mutating func enterSafeState() -> OutputOutcome {
-        apply(logic.enterSafeState())
-    }
-
-    private mutating func apply(_ state: Bool) -> OutputOutcome {
-        guard state != written else { return .unchanged }
-        do {
-            try line.set(active: state)
-        } catch {
-            written = nil
-            return .failed(error)
-        }
-        written = state
-        return .switched(on: state)
-    }
-}
-
-/// What an `OutputDriver` did.
-public enum OutputOutcome: Sendable, Hashable {
-    /// The line was set.
-    case switched(on: Bool)
-    /// The line already had the state.
-    case unchanged
-    /// The value meant nothing to the output and was ignored.
-    case rejected(JSONValue)
-    /// Setting the line failed; the next decision tries again.
-    case failed(GPIOError)
 }

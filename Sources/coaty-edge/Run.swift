@@ -8,11 +8,11 @@ struct Run: AsyncParsableCommand {
         discussion: """
             The whole configuration (routers, rules, devices) is checked first; an invalid one exits with status 78 \
             (systemd: RestartPreventExitStatus=78). With "devices": {"emulated": true} the program re-executes itself \
-            under the umockdev preload. On SIGTERM or SIGINT the outputs go to their safe state, the agent \
-            deadvertises and disconnects, and it exits 0. Under systemd (Type=notify) it sends READY=1 once started \
-            and STOPPING=1 when stopping; logs go to the journal with their priorities. It refuses to run as root \
-            (exit 78) unless given --allow-root, and refuses a passwordFile that its group or others may read \
-            (exit 78) unless given --allow-open-password-file.
+            under the umockdev preload. On SIGTERM or SIGINT the agent drops what is still queued inbound, the \
+            outputs go to their safe state, the agent deadvertises and disconnects, and it exits 0. Under systemd \
+            (Type=notify) it sends READY=1 once started and STOPPING=1 when stopping; logs go to the journal with \
+            their priorities. It refuses to run as root (exit 78) unless given --allow-root, and refuses a \
+            passwordFile that its group or others may read (exit 78) unless given --allow-open-password-file.
             """)
 
     @Option(help: ArgumentHelp("The agent configuration (JSON).", valueName: "file"))

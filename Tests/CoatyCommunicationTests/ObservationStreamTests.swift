@@ -31,6 +31,34 @@ import CoatyCommunication
         }
     }
 
+    /// What a stopping producer discards is gone, counted, and the stream goes on with what comes later.
+    @Test func discardingTheBufferDropsWhatTheConsumerHasNotTakenAndKeepsTheStreamOpen() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        var iterator = stream.makeAsyncIterator()
+        for value in 1...100 { continuation.yield(value) }
+        #expect(await iterator.next() == 1)
+        #expect(continuation.discardBuffered() == 99)
+        #expect(continuation.discardBuffered() == 0)
+        continuation.yield(101)
+        continuation.finish()
+        #expect(await iterator.next() == 101)
+        #expect(await iterator.next() == nil)
+    }
+
+    /// A stream with a buffer limit keeps the newest elements its consumer has not taken; `yield` says when the oldest
+    /// gave way. A waiting consumer takes an element directly, whatever the limit.
+    @Test func aBufferLimitKeepsTheNewestElements() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self, bufferLimit: 3)
+        var iterator = stream.makeAsyncIterator()
+        #expect((1...10).map { continuation.yield($0) } == [true, true, true] + Array(repeating: false, count: 7))
+        #expect(await iterator.next() == 8)
+        #expect(continuation.yield(11))
+        continuation.finish()
+        var rest: [Int] = []
+        while let value = await iterator.next() { rest.append(value) }
+        #expect(rest == [9, 10, 11])
+    }
+
     @Test func deliversWhatWasBufferedInOrderAndEndsAfterFinish() async {
         let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
         let termination = Termination()

@@ -32,7 +32,7 @@ import Testing
         let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "cellar.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let watcher = scenarios.agent("watcher")
-        let statuses = Recorder(try watcher.observeAdvertise(objectType: DeviceController.statusObjectType))
+        let statuses = Recorder(try watcher.observeAdvertise(objectType: EdgeAgent.deviceStatusObjectType))
         try await scenarios.online(watcher)
         agent.start()
 
@@ -53,7 +53,7 @@ import Testing
         try await statuses.wait { $0.last.map(state) == "ok" }
 
         // Any agent can ask for the status too.
-        let resolved = Recorder(watcher.publishDiscover(.objectTypes([DeviceController.statusObjectType]), timeout: .seconds(30)))
+        let resolved = Recorder(watcher.publishDiscover(.objectTypes([EdgeAgent.deviceStatusObjectType]), timeout: .seconds(30)))
         try await resolved.wait(count: 1)
         #expect(resolved.elements.first?.event.object?["devices"]?[0]?["state"] == "ok")
 

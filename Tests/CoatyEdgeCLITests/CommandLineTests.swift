@@ -499,7 +499,7 @@ import Testing
 }
 
 /// The samples of the agent's metrics endpoint, by name and labels as written (`name{label="value"}`).
-private func scrape(port: Int) async throws -> [String: Double] {
+func scrape(port: Int) async throws -> [String: Double] {
     let response = try await httpExchange(port: port, request: "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
     guard response.hasPrefix("HTTP/1.1 200 OK") else { throw SocketError("metrics answered: \(response)") }
     let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")

@@ -206,7 +206,8 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
     @Test func gpioOptions() throws {
         let configuration = try parseDevices(#"""
             {"outputs": [{"driver": "gpio-output", "ioActor": "heater", "chip": "gpiochip4", "line": 5, "activeLow": true,
-                          "initial": "on", "safeState": "keep", "hysteresis": {"onBelow": 18, "offAbove": 21}}],
+                          "initial": "on", "safeState": "keep", "hysteresis": {"onBelow": 18, "offAbove": 21},
+                          "minOnTime": "5min", "minOffTime": "30s"}],
              "inputs": [{"driver": "gpio-input", "ioSource": "door", "chip": "gpiochip4", "line": 6, "activeLow": true,
                          "debounce": "0.05s", "values": {"active": "open", "inactive": {"state": "closed"}}}]}
             """#)
@@ -214,7 +215,7 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
             OutputDevice(
                 ioActorId: "heater", line: GPIOLineAddress(chip: "gpiochip4", offset: 5), activeLow: true, initial: true,
                 safeState: .keep, control: .hysteresis(try #require(Hysteresis(onBelow: 18, offAbove: 21))),
-                path: path("$.devices.outputs[0]"))
+                limits: SwitchingLimits(minimumOn: .seconds(300), minimumOff: .seconds(30)), path: path("$.devices.outputs[0]"))
         ])
         #expect(configuration.outputs[0].logic == OutputLogic(
             control: .hysteresis(try #require(Hysteresis(onBelow: 18, offAbove: 21))), initial: true, safeState: .keep))
@@ -340,7 +341,9 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
         (#"{"sensors": [{"driver": "thermal", "zone": 0, "retry": {"min": "1s", "maximum": "1min"}}]}"#,
          #"$.devices.sensors[0].retry.maximum: unknown member "maximum" (known: "max", "min")"#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "safe": "on"}]}"#,
-         #"$.devices.outputs[0].safe: unknown member "safe" (known: "activeLow", "chip", "driver", "hysteresis", "initial", "ioActor", "line", "safeState")"#),
+         #"$.devices.outputs[0].safe: unknown member "safe" (known: "activeLow", "chip", "driver", "hysteresis", "initial", "ioActor", "line", "minOffTime", "minOnTime", "safeState")"#),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "minOnTime": 30}]}"#,
+         #"$.devices.outputs[0].minOnTime: expected a duration like "500ms", "10s", "5min" or "1h", found number"#),
         (#"{"inputs": [{"driver": "gpio-input", "ioSource": "i", "chip": 0, "line": 1, "debounceMs": 20}]}"#,
          #"$.devices.inputs[0].debounceMs: unknown member "debounceMs" (known: "activeLow", "chip", "debounce", "driver", "ioSource", "line", "values")"#),
         // Wrong types.

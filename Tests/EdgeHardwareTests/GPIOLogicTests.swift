@@ -61,7 +61,7 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
     @Test(arguments: [(SafeState.on, false, true), (.off, true, false), (.keep, true, true), (.keep, false, false)])
     func safeState(safe: SafeState, before: Bool, after: Bool) {
         var logic = OutputLogic(control: .switching, initial: before, safeState: safe)
-        #expect(logic.enterSafeState() == after)
+        #expect(logic.enterSafeState(lineState: before) == after)
         #expect(logic.state == after)
     }
 
@@ -104,7 +104,7 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
     @Test func hysteresisHoldsTheSafeStateUntilAValueLeavesTheBand() throws {
         var logic = OutputLogic(control: .hysteresis(try #require(fan)), initial: false, safeState: .off)
         #expect(logic.receive(61) == true)
-        #expect(logic.enterSafeState() == false)
+        #expect(logic.enterSafeState(lineState: true) == false)
         #expect(states(&logic, [58, 60.1]) == [false, true])
     }
 }
@@ -112,9 +112,12 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
 @Suite struct OutputDriverTests {
     let fault = GPIOError.io(errno: 5, "gpiochip0 line 17")
 
-    func fanDriver(_ line: RecordingOutput, safeState: SafeState = .off) throws -> OutputDriver {
+    /// The driver's start; its decisions take the time as an argument, so these tests set it.
+    let start = ContinuousClock.now
+
+    func fanDriver(_ line: RecordingOutput, safeState: SafeState = .off) throws -> OutputDriver<ContinuousClock.Instant> {
         let fan = try #require(Hysteresis(onAbove: 60, offBelow: 55))
-        return try OutputDriver(line: line, logic: OutputLogic(control: .hysteresis(fan), initial: false, safeState: safeState))
+        return try OutputDriver(line: line, logic: OutputLogic(control: .hysteresis(fan), initial: false, safeState: safeState), at: start)
     }
 
     @Test func setsTheInitialStateFirst() throws {
@@ -126,7 +129,7 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
     @Test func writesTheLineOnlyWhenTheStateChanges() throws {
         let line = RecordingOutput()
         var driver = try fanDriver(line)
-        let outcomes = [50, 61, 62, 58, 54, "hot"].map { driver.receive($0) }
+        let outcomes = [50, 61, 62, 58, 54, "hot"].map { driver.receive($0, at: start) }
         #expect(outcomes == [.unchanged, .switched(on: true), .unchanged, .unchanged, .switched(on: false), .rejected("hot")])
         #expect(line.writes == [false, true, false])
         #expect(driver.logic.rejectedValues == 1)
@@ -136,26 +139,26 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         let line = RecordingOutput()
         var driver = try fanDriver(line)
         line.failNextWrites([fault])
-        #expect(driver.receive(61) == .failed(fault))
-        #expect(driver.receive(62) == .switched(on: true))
-        #expect(driver.receive(63) == .unchanged)
+        #expect(driver.receive(61, at: start) == .failed(fault))
+        #expect(driver.receive(62, at: start) == .switched(on: true))
+        #expect(driver.receive(63, at: start) == .unchanged)
         #expect(line.writes == [false, true])
     }
 
     @Test func safeStateIsWrittenWhenItDiffers() throws {
         let line = RecordingOutput()
         var driver = try fanDriver(line)
-        #expect(driver.enterSafeState() == .unchanged)
-        #expect(driver.receive(61) == .switched(on: true))
-        #expect(driver.enterSafeState() == .switched(on: false))
+        #expect(driver.enterSafeState(at: start) == .unchanged)
+        #expect(driver.receive(61, at: start) == .switched(on: true))
+        #expect(driver.enterSafeState(at: start) == .switched(on: false))
         #expect(line.writes == [false, true, false])
     }
 
     @Test func keepLeavesTheLineAlone() throws {
         let line = RecordingOutput()
         var driver = try fanDriver(line, safeState: .keep)
-        #expect(driver.receive(61) == .switched(on: true))
-        #expect(driver.enterSafeState() == .unchanged)
+        #expect(driver.receive(61, at: start) == .switched(on: true))
+        #expect(driver.enterSafeState(at: start) == .unchanged)
         #expect(line.writes == [false, true])
     }
 
@@ -163,8 +166,49 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         let line = RecordingOutput()
         line.failNextWrites([fault])
         #expect(throws: fault) {
-            try OutputDriver(line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .off))
+            try OutputDriver(line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .off), at: start)
         }
+    }
+
+    /// minOffTime 10 s and minOnTime 30 s, counted from the driver's start: an early switch is held back with the time
+    /// it must wait, a value that asks for the line's state again drops it, `settle` applies the state last asked for
+    /// once the minimum has passed, and the safe state ignores the minimums.
+    @Test func minimumOnAndOffTimesHoldSwitchesBackUntilTheyPassed() throws {
+        let line = RecordingOutput()
+        var driver = try OutputDriver(
+            line: line, logic: OutputLogic(control: .switching, initial: false, safeState: .on),
+            limits: SwitchingLimits(minimumOn: .seconds(30), minimumOff: .seconds(10)), at: start)
+        func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+
+        #expect(driver.receive(true, at: at(5)) == .suppressed(on: true, remaining: .seconds(5)))
+        #expect(driver.receive(false, at: at(6)) == .unchanged)
+        #expect(driver.settle(at: at(10)) == .unchanged)
+        #expect(driver.receive(true, at: at(7)) == .suppressed(on: true, remaining: .seconds(3)))
+        #expect(driver.settle(at: at(9)) == .suppressed(on: true, remaining: .seconds(1)))
+        #expect(driver.settle(at: at(10)) == .switched(on: true))
+
+        #expect(driver.receive(false, at: at(20)) == .suppressed(on: false, remaining: .seconds(20)))
+        #expect(driver.receive(true, at: at(25)) == .unchanged)
+        #expect(driver.receive(false, at: at(30)) == .suppressed(on: false, remaining: .seconds(10)))
+        #expect(driver.settle(at: at(40)) == .switched(on: false))
+        #expect(driver.receive(true, at: at(41)) == .suppressed(on: true, remaining: .seconds(9)))
+
+        // Safety first: the safe state comes at once; the switch on it replaces is not applied afterwards.
+        #expect(driver.enterSafeState(at: at(42)) == .switched(on: true))
+        #expect(driver.settle(at: at(60)) == .unchanged)
+        #expect(line.writes == [false, true, false, true])
+    }
+
+    /// With `keep` as the safe state, a held-back switch is given up: the line stays as it is.
+    @Test func keepGivesUpAHeldBackSwitch() throws {
+        let line = RecordingOutput()
+        var driver = try OutputDriver(
+            line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .keep),
+            limits: SwitchingLimits(minimumOn: .seconds(30)), at: start)
+        #expect(driver.receive(false, at: start + .seconds(1)) == .suppressed(on: false, remaining: .seconds(29)))
+        #expect(driver.enterSafeState(at: start + .seconds(2)) == .unchanged)
+        #expect(driver.settle(at: start + .seconds(60)) == .unchanged)
+        #expect(line.writes == [true])
     }
 }
 

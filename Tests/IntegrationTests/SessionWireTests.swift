@@ -70,6 +70,67 @@ import Testing
         try await broker.stop()
     }
 
+    /// Nothing follows the Deadvertise: neither publications made while the agent stops nor its answers to Discovers
+    /// that keep arriving (an agent once answered its own start-up Discover after its Deadvertise, in about one of
+    /// 100 stops). Agents stopped one after another while a task of each publishes Channel events and another client
+    /// asks for identities without a pause: the last PUBLISH the broker receives from each is its Deadvertise.
+    @Test func theDeadvertiseIsTheLastPublication() async throws {
+        let broker = try await TestBroker.started()
+        let asker = try await TestClient.connected(to: broker, subscribingTo: [])
+        let asking = Task.detached {
+            var count = 0
+            while !Task.isCancelled {
+                count += 1
+                try? asker.publish("coaty/3/-/DSC/asker/\(count)", #"{"coreTypes":["Identity"]}"#)
+                try? await Task.sleep(for: .microseconds(50))
+            }
+        }
+        var agents: [CommunicationManager] = []
+        for round in 0..<15 {
+            let agent = CommunicationManager(identity: Identity(name: "Leaving \(round)"), options: CommunicationOptions(port: broker.port))
+            agents.append(agent)
+            agent.start()
+            try await poll { agent.communicationState == .online }
+            let publishing = (0..<2).map { _ in
+                Task.detached {
+                    while !Task.isCancelled {
+                        try? await agent.publishChannel(ChannelEvent(channelId: "busy", content: .objects([])))
+                        await Task.yield()
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            await agent.stop()
+            for task in publishing {
+                task.cancel()
+                await task.value
+            }
+        }
+        asking.cancel()
+        await asking.value
+        _ = try await asker.disconnect()
+        for agent in agents {
+            try await broker.waitForLog(containing: "Received DISCONNECT from \(agent.clientId)")
+        }
+
+        let log = broker.logText.split(separator: "\n")
+        var answered = 0
+        for agent in agents {
+            let received = "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, "
+            let publications = log.filter { $0.contains(received) }
+            answered += publications.filter { $0.contains("'coaty/3/-/RSV/") }.count
+            let deadvertise = publications.lastIndex { $0.contains("'coaty/3/-/DAD/\(agent.identity.objectId)'") }
+            #expect(deadvertise != nil, "\(agent.identity.name) did not deadvertise")
+            if let deadvertise {
+                let later = publications[(deadvertise + 1)...]
+                #expect(later.isEmpty, "\(agent.identity.name): \(later.count) publications after the Deadvertise: \(later.prefix(3))")
+            }
+        }
+        // The agents did answer while they were online: the Discovers reached them.
+        #expect(answered > 0)
+        try await broker.stop()
+    }
+
     /// The correlation ids of the Discovers an agent published, in order, from the broker's log.
     func discoverCorrelationIds(of agent: CommunicationManager, in broker: TestBroker) -> [String] {
         let marker = "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/\(agent.identity.objectId)/"

@@ -1,0 +1,255 @@
+import CoatyCommunication
+import CoatyIORouting
+import CoatyJSON
+import CoatyModel
+import CoatySharedObjects
+import EdgeHardware
+import Logging
+import Metrics
+import Synchronization
+
+/// The agent's GPIO outputs, driven from the values routed to their IoActors, with their switching rules and their
+/// safe state.
+///
+/// Every change of a line goes through one lock, with its log line, so the log shows the switches in the order
+/// they happened. Once the agent stops (`enterSafeStateForStop`), the outputs take their safe state, last: no routed
+/// value, hysteresis follow-up, shared threshold or held-back switch moves them afterwards. A switch that comes
+/// before the output's `minOnTime` or `minOffTime` has passed is held back, counted and logged (with a budget); when
+/// the minimum has passed, the state last asked for is applied. The safe state ignores the minimums.
+final class OutputDevices: Sendable {
+    private let devices: [OutputDevice]
+    private let actors: IoActorController
+    private let status: DeviceStatus
+    private let clock = ContinuousClock()
+    private let state = Mutex(State())
+
+    private struct State {
+        var outputs: [String: Output] = [:]
+        /// The data of the shared objects that output thresholds read, by object name.
+        var sharedData: [String: JSONObject] = [:]
+        /// Set when the agent stops: the outputs hold their safe state.
+        var isStopping = false
+    }
+
+    /// One requested line, by its actor's objectId.
+    private struct Output {
+        let wiring: Wiring
+        var driver: OutputDriver<ContinuousClock.Instant>
+        /// When a held-back switch may happen; the output's task applies it then.
+        var holdEnds: AsyncStream<ContinuousClock.Instant>.Continuation
+    }
+
+    /// What stays the same for an output while the agent runs.
+    private struct Wiring: Sendable {
+        var device: OutputDevice
+        var actor: IoActor
+        var label: String
+        var logger: Logger
+        let suppressed: Counter
+        let suppressionLog = LogBudget()
+
+        var name: String { "\(label) (\(actor.name))" }
+    }
+
+    init(devices: [OutputDevice], actors: IoActorController, status: DeviceStatus) {
+        self.devices = devices
+        self.actors = actors
+        self.status = status
+    }
+
+    var statusEntries: [DeviceStatus.Entry] {
+        devices.map { DeviceStatus.Entry(label: Self.label(of: $0), kind: "gpio-output", ioPoints: [$0.ioActorId]) }
+    }
+
+    private static func label(of device: OutputDevice) -> String { "GPIO output \(device.line)" }
+
+    /// Drives the outputs until cancelled.
+    func run(actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects, logger: Logger) async {
+        // The lines stay requested after a stop, holding their safe state until the process ends.
+        state.withLock { $0.isStopping = false }
+        await withDiscardingTaskGroup { group in
+            for device in devices {
+                guard let actor = actorsById[device.ioActorId] else { continue }
+                let wiring = Wiring(
+                    device: device, actor: actor, label: Self.label(of: device), logger: logger,
+                    suppressed: Counter(label: "coaty_edge_output_switches_suppressed_total", dimensions: [("actor", actor.objectId)]))
+                group.addTask { await self.drive(wiring, manager: manager) }
+                if case .sharedHysteresis(let thresholds) = device.control {
+                    group.addTask { await self.follow(thresholds, of: wiring, sharedObjects: sharedObjects) }
+                }
+            }
+        }
+    }
+
+    // MARK: - Driving
+
+    private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
+        let device = wiring.device
+        let (holdEnds, holdEndsContinuation) = AsyncStream.makeStream(of: ContinuousClock.Instant.self, bufferingPolicy: .bufferingNewest(1))
+        let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let line = try GPIOOutput(
+                    chip: device.line.chipPath, line: device.line.offset, activeLow: device.activeLow, initiallyActive: device.initial)
+                var driver = try OutputDriver(line: line, logic: device.logic, limits: device.limits, at: clock.now)
+                let isStopping = state.withLock { state in
+                    // Shared thresholds that arrived while the line was being requested.
+                    if case .sharedHysteresis(let thresholds) = device.control, let hysteresis = thresholds.hysteresis(state.sharedData) {
+                        _ = driver.retune(hysteresis, at: clock.now)
+                    }
+                    state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
+                    return state.isStopping
+                }
+                status.set(wiring.label, error: nil)
+                // A stop that came while the line was being requested found no output to put in its safe state.
+                if isStopping {
+                    state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+                    return
+                }
+                break
+            } catch {
+                failures += 1
+                if failures == 1 { wiring.logger.error("cannot request \(wiring.label) for \(wiring.actor.name), retrying: \(error)") }
+                status.set(wiring.label, error: error.description)
+                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+            }
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await value in self.actors.values(of: wiring.actor) {
+                    guard case .json(let json) = value else { continue }
+                    self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) }
+                }
+            }
+            group.addTask {
+                for await deadline in holdEnds {
+                    guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
+                    self.change(wiring, by: "the state last asked for, after its minimum time") { driver, now in driver.settle(at: now) }
+                }
+            }
+            guard let ioStates = try? manager.observeIoState(of: wiring.actor.objectId) else { return }
+            group.addTask {
+                // Only a lost association counts: an actor that was never associated keeps its initial state. Coaty
+                // reports an actor unassociated after any disassociation, even while other sources still feed it,
+                // so the routing table, which knows whether one does, decides.
+                var wasAssociated = false
+                for await _ in ioStates {
+                    let isAssociated = manager.ioState(of: wiring.actor.objectId).hasAssociations
+                    if wasAssociated && !isAssociated {
+                        self.state.withLock { state in
+                            guard !state.isStopping else { return }
+                            self.enterSafeState(of: wiring.device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                        }
+                    }
+                    wasAssociated = isAssociated
+                }
+            }
+        }
+    }
+
+    /// Applies the thresholds of an output whose hysteresis reads shared objects, whenever their data changes. While
+    /// an object's host is away the last values stay in force; a deleted object's values give way to the defaults.
+    private func follow(_ thresholds: SharedHysteresis, of wiring: Wiring, sharedObjects: SharedObjects) async {
+        await withDiscardingTaskGroup { group in
+            for name in thresholds.sharedObjectNames.sorted() {
+                group.addTask {
+                    for await data in sharedObjects.data(of: name) {
+                        guard let (on, off) = self.state.withLock({ state in
+                            state.sharedData[name] = data
+                            return thresholds.thresholds(state.sharedData)
+                        }) else { continue }
+                        guard let hysteresis = thresholds.hysteresis(on: on, off: off) else {
+                            wiring.logger.warning("\(wiring.name) keeps its thresholds: on \(on) and off \(off) from shared objects leave no band")
+                            continue
+                        }
+                        self.change(wiring, by: "new thresholds") { driver, now in
+                            if driver.logic.hysteresis != hysteresis {
+                                wiring.logger.info("\(wiring.name) thresholds now on \(hysteresis.on), off \(hysteresis.off)")
+                            }
+                            return driver.retune(hysteresis, at: now)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes one change to an output's driver and logs what it did, under the lock; nothing changes once the agent
+    /// stops. The log line is written under the lock too, so that the log has the switches in their order.
+    private func change(
+        _ wiring: Wiring, by cause: @autoclosure () -> String,
+        _ body: (inout OutputDriver<ContinuousClock.Instant>, ContinuousClock.Instant) -> OutputOutcome
+    ) {
+        let actorId = wiring.device.ioActorId
+        state.withLock { state in
+            guard !state.isStopping, var output = state.outputs[actorId] else { return }
+            let now = clock.now
+            let outcome = body(&output.driver, now)
+            state.outputs[actorId] = output
+            switch outcome {
+            case .switched(let on):
+                wiring.logger.info("\(wiring.name) switched \(on ? "on" : "off") by \(cause())")
+            case .suppressed(let on, let remaining):
+                wiring.suppressed.increment()
+                output.holdEnds.yield(now.advanced(by: remaining))
+                if case .log(let suppressedBefore) = wiring.suppressionLog.admit() {
+                    if suppressedBefore > 0 {
+                        wiring.logger.notice("\(suppressedBefore) more switches of \(wiring.name) were held back without a log line")
+                    }
+                    let limit = on ? "minOffTime" : "minOnTime"
+                    wiring.logger.notice(
+                        "\(wiring.name) held back a switch \(on ? "on" : "off") by \(cause()) for \(Self.seconds(remaining)) (\(limit)); it takes the state last asked for then")
+                }
+            case .rejected(let rejected):
+                wiring.logger.warning("\(wiring.name) ignored \(rejected): not a value it understands")
+            case .failed(let error):
+                wiring.logger.error("\(wiring.name) failed to switch: \(error)")
+                status.set(wiring.label, error: error.description)
+            case .unchanged:
+                break
+            }
+        }
+    }
+
+    /// A wait as the log shows it, in seconds with one decimal: "0.9s", "41.0s".
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = seconds * 10 + (attoseconds + 99_999_999_999_999_999) / 100_000_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10)s"
+    }
+
+    // MARK: - Safe state
+
+    /// Puts every output in its safe state, whatever its minimum times, and keeps it there: nothing switches an
+    /// output afterwards. Each output logs its safe state, also when its line had it already.
+    func enterSafeStateForStop() {
+        state.withLock { state in
+            state.isStopping = true
+            for device in devices {
+                enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &state)
+            }
+        }
+    }
+
+    private func enterSafeState(of actorId: String, reason: String, in state: inout State) {
+        guard var output = state.outputs[actorId] else { return }
+        let wiring = output.wiring
+        let outcome = output.driver.enterSafeState(at: clock.now)
+        state.outputs[actorId] = output
+        let safeState = output.driver.logic.safeState
+        switch outcome {
+        case .switched(let on):
+            wiring.logger.notice("\(wiring.label) to its safe state (\(on ? "on" : "off")): \(reason)")
+        case .failed(let error):
+            wiring.logger.error("\(wiring.label) cannot go to its safe state (\(safeState.rawValue)): \(error); \(reason)")
+            status.set(wiring.label, error: error.description)
+        case .unchanged, .suppressed, .rejected:
+            let line = output.driver.lineState.map { $0 ? "on" : "off" } ?? "unknown"
+            wiring.logger.notice(
+                safeState == .keep
+                    ? "\(wiring.label) keeps its state (\(line)), its safe state: \(reason)"
+                    : "\(wiring.label) in its safe state (\(line)) already: \(reason)")
+        }
+    }
+}

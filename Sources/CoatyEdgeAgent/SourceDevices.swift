@@ -1,0 +1,163 @@
+import CoatyCommunication
+import CoatyIORouting
+import CoatyJSON
+import CoatyModel
+import EdgeHardware
+import Logging
+import Metrics
+import Synchronization
+
+/// The devices that feed IoSources: polls each sensor and watches each GPIO input, and publishes their values through
+/// the IoSource controller (so the router's rate and the source's strategy apply). Devices that fail are retried with
+/// backoff and recover by themselves.
+final class SourceDevices: Sendable {
+    private let devices: DeviceConfiguration
+    private let sources: IoSourceController<ContinuousClock>
+    private let status: DeviceStatus
+    private let buses: I2CBusPool
+    /// The latest value of each source. A source's first reading comes before any router associated it and is
+    /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
+    /// input publishes only on a change, so a source that becomes associated sends its latest value at once. Sources
+    /// of a failing device have none: that value would be stale.
+    private let latest = Mutex<[String: LatestValue]>([:])
+
+    private struct LatestValue {
+        var value: JSONValue
+        /// Whether the source controller took it while the source had its current association.
+        var isSent: Bool
+    }
+
+    init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool) {
+        self.devices = devices
+        self.sources = sources
+        self.status = status
+        self.buses = buses
+    }
+
+    /// The entries of the sensors in the device status, in configuration order.
+    var sensorStatusEntries: [DeviceStatus.Entry] {
+        devices.sensors.map { sensor in
+            DeviceStatus.Entry(
+                label: sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label, kind: sensor.driver.rawValue,
+                ioPoints: sensor.sources.map(\.ioSourceId))
+        }
+    }
+
+    /// The entries of the inputs in the device status, in configuration order.
+    var inputStatusEntries: [DeviceStatus.Entry] {
+        devices.inputs.map { DeviceStatus.Entry(label: "GPIO input \($0.line)", kind: "gpio-input", ioPoints: [$0.ioSourceId]) }
+    }
+
+    /// Polls, watches and publishes until cancelled.
+    func run(sources sourcesById: [String: IoSource], logger: Logger) async {
+        let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
+        await withDiscardingTaskGroup { group in
+            for device in devices.sensors {
+                group.addTask { await self.poll(device, logger: logger) }
+            }
+            for input in devices.inputs {
+                group.addTask { await self.watch(input, logger: logger) }
+            }
+            for source in deviceSourceIds.compactMap({ sourcesById[$0] }) {
+                group.addTask { await self.publishMissedValues(of: source, logger: logger) }
+            }
+        }
+    }
+
+    // MARK: - Sensors
+
+    private func poll(_ device: SensorDevice, logger: Logger) async {
+        let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
+        let poller = SensorPoller(sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines)
+        let bindings = Dictionary(device.sources.map { ($0.quantity, $0) }, uniquingKeysWith: { first, _ in first })
+        let read = Dictionary(device.sources.map {
+            ($0.ioSourceId, Counter(label: "coaty_edge_values_read_total", dimensions: [("source", $0.ioSourceId)]))
+        }, uniquingKeysWith: { first, _ in first })
+        // Counts failures (a sensor that stops answering), not the retries while it keeps failing.
+        let errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", sensor.label)])
+        for await event in poller {
+            switch event {
+            case .value(let quantity, let value):
+                guard let binding = bindings[quantity] else { continue }
+                read[binding.ioSourceId]?.increment()
+                do {
+                    try publish(.number(value), from: binding.ioSourceId)
+                } catch {
+                    logger.error("cannot publish \(sensor.label) \(quantity.rawValue): \(error)")
+                }
+            case .failed(let error):
+                errors.increment()
+                forgetLatest(of: device.sources.map(\.ioSourceId))
+                logger.error("\(sensor.label) fails, retrying with backoff: \(error)")
+                status.set(sensor.label, error: error.description)
+            case .recovered(let attempts):
+                logger.notice("\(sensor.label) answers again after \(attempts) failed reads")
+                status.set(sensor.label, error: nil)
+            }
+        }
+    }
+
+    // MARK: - Inputs
+
+    private func watch(_ device: InputDevice, logger: Logger) async {
+        let label = "GPIO input \(device.line)"
+        let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let input = try GPIOInput(
+                    chip: device.line.chipPath, line: device.line.offset, activeLow: device.activeLow,
+                    debounceWindow: device.debounce)
+                status.set(label, error: nil)
+                failures = 0
+                for try await value in InputValues(input: input, mapping: device.mapping) {
+                    try publish(value, from: device.ioSourceId)
+                }
+            } catch {
+                guard !Task.isCancelled else { return }
+                forgetLatest(of: [device.ioSourceId])
+                failures += 1
+                logger.error("\(label) fails, retrying: \(error)")
+                status.set(label, error: "\(error)")
+                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+            }
+        }
+    }
+
+    // MARK: - Values
+
+    /// Hands a device's value to the source controller and keeps it as the source's latest. Under the lock, so that a
+    /// value sent on association can never overtake a newer reading.
+    private func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
+        try latest.withLock { latest throws(CoatyError) in
+            let isSent = try sources.publish(.json(value), from: sourceId)
+            latest[sourceId] = LatestValue(value: value, isSent: isSent)
+        }
+    }
+
+    private func forgetLatest(of sourceIds: [String]) {
+        latest.withLock { latest in
+            for id in sourceIds { latest[id] = nil }
+        }
+    }
+
+    /// Each time `source` becomes associated, publishes its latest value unless a reading went out since. The source
+    /// controller has applied the association when its stream reports it, so the value is not dropped again.
+    private func publishMissedValues(of source: IoSource, logger: Logger) async {
+        for await isAssociated in sources.associations(of: source) {
+            do {
+                try latest.withLock { latest throws(CoatyError) in
+                    guard var entry = latest[source.objectId] else { return }
+                    if !isAssociated {
+                        entry.isSent = false
+                    } else if !entry.isSent {
+                        entry.isSent = try sources.publish(.json(entry.value), from: source.objectId)
+                    }
+                    latest[source.objectId] = entry
+                }
+            } catch {
+                logger.error("cannot publish the latest value of \(source.name): \(error)")
+            }
+        }
+    }
+}
