@@ -16,7 +16,8 @@ import CoatySharedObjects
 /// {
 ///   "common": {"agentIdentity": {"name": "Greenhouse"}, "ioContextNodes": {"<context>": {"ioSources": [], "ioActors": [], "characteristics": {}}}},
 ///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
-///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30}},
+///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30},
+///                     "maxInboundPayload": 262144},
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
@@ -226,7 +227,7 @@ public struct Configuration: Sendable {
     static func readCommunication(_ section: JSONCursor) throws(JSONShapeError) -> CommunicationOptions {
         try section.allowOnly([
             "brokerUrl", "namespace", "shouldEnableCrossNamespacing", "username", "password", "passwordFile", "tls",
-            "keepAlive", "reconnect",
+            "keepAlive", "reconnect", "maxInboundPayload",
         ])
         let urlCursor = try section.required("brokerUrl")
         let urlText = try urlCursor.string()
@@ -272,6 +273,10 @@ public struct Configuration: Sendable {
         }
         if let keepAlive = try section.optional("keepAlive") {
             options.keepAlive = .seconds(try keepAlive.integer(in: 5...65535))
+        }
+        if let maximum = try section.optional("maxInboundPayload") {
+            // Bytes; from a size that still holds an identity or IO node advertisement to MQTT's largest payload.
+            options.maximumInboundPayload = try maximum.integer(in: 1024...268_435_455)
         }
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])

@@ -80,7 +80,7 @@ final class CapturingTransport: MQTTTransport, Sendable {
     /// A struct, not a tuple: a closure in a tuple kept in a generic container is re-wrapped in reabstraction
     /// thunks each time the tuple is written back, until calling it exhausts the stack.
     private struct State {
-        var handler: (@Sendable (MQTTMessage) -> Void)?
+        var handler: (@Sendable (MQTTInbound) -> Void)?
         var published = 0
     }
 
@@ -90,13 +90,13 @@ final class CapturingTransport: MQTTTransport, Sendable {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
     }
 
-    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void) {
         state.withLock { $0.handler = handler }
         events.yield(.connected)
     }
 
     func deliver(_ message: MQTTMessage) {
-        state.withLock { $0.handler }?(message)
+        state.withLock { $0.handler }?(.message(message))
     }
 
     var publishedCount: Int { state.withLock { $0.published } }
