@@ -95,11 +95,15 @@ public struct CommunicationOptions: Sendable, Equatable {
     /// Bytes; an inbound message with a larger payload is dropped unread, counted and logged.
     public var maximumInboundPayload: Int
 
+    /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
+    /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
+    public static let defaultMaximumInboundPayload = 256 * 1024
+
     public init(
         host: String = "127.0.0.1", port: Int = 1883, username: String? = nil, password: String? = nil,
         tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
         namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
-        maximumInboundPayload: Int = MQTTConnectOptions.defaultMaximumInboundPayload
+        maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload
     ) {
         self.host = host
         self.port = port

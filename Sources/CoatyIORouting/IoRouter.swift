@@ -53,6 +53,8 @@ public final class IoRouter: Controller {
         var sharedData: JSONObject = [:]
         var associations: [IoAssociation] = []
         var managedNodeIds: [String] = []
+        /// New nodes (or versions of nodes) refused for the `nodeLimit`.
+        var refusedNodeCount = 0
         var triggers: AsyncStream<Trigger>.Continuation?
     }
 
@@ -82,6 +84,8 @@ public final class IoRouter: Controller {
     public var context: IoContext { shared.withLock { $0.context } }
     public var associations: [IoAssociation] { shared.withLock { $0.associations } }
     public var managedNodeIds: [String] { shared.withLock { $0.managedNodeIds } }
+    /// How many node advertisements the router refused because of its `nodeLimit`.
+    public var refusedNodeCount: Int { shared.withLock { $0.refusedNodeCount } }
 
     /// Replaces the rules and re-evaluates; associations that do not change cause no traffic.
     public func setRules(_ rules: any IoRoutingRules) {
@@ -273,6 +277,7 @@ public final class IoRouter: Controller {
             let previous = nodeSizes[node.objectId]
             guard router.nodeLimit.admits(count: nodes.count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
             else {
+                router.update { $0.refusedNodeCount += 1 }
                 refusals.refuse {
                     "IO node \(node.name) (\(node.objectId), \(size) bytes): \(nodes.count) nodes with \(nodeBytes) bytes are managed"
                 }

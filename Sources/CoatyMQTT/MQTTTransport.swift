@@ -76,18 +76,18 @@ public struct MQTTConnectOptions: Sendable, Equatable {
     public var tls: MQTTTLSOptions?
     public var will: MQTTMessage?
     public var reconnect: MQTTReconnectPolicy
-    /// Bytes; larger inbound payloads are dropped (and reported as `MQTTInbound.oversized`).
+    /// Bytes; larger inbound payloads are dropped (and reported as `MQTTInbound.oversized`). The communication
+    /// manager passes its own, smaller default.
     public var maximumInboundPayload: Int
 
-    /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
-    /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
-    public static let defaultMaximumInboundPayload = 256 * 1024
+    /// The largest payload MQTT can carry: what its remaining length can encode.
+    public static let maximumPayload = 268_435_455
 
     public init(
         host: String, port: Int = 1883, clientId: String, keepAlive: Duration = .seconds(60),
         username: String? = nil, password: String? = nil, tls: MQTTTLSOptions? = nil, will: MQTTMessage? = nil,
         reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
-        maximumInboundPayload: Int = MQTTConnectOptions.defaultMaximumInboundPayload
+        maximumInboundPayload: Int = MQTTConnectOptions.maximumPayload
     ) {
         self.host = host
         self.port = port

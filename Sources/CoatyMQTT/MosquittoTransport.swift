@@ -287,8 +287,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     }
 
     static func checkPayloadSize(_ payload: [UInt8]) throws(MQTTError) {
-        // The largest remaining length MQTT can encode.
-        guard payload.count <= 268_435_455 else { throw .payloadTooLarge(payload.count) }
+        guard payload.count <= MQTTConnectOptions.maximumPayload else { throw .payloadTooLarge(payload.count) }
     }
 }
 

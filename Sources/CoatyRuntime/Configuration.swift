@@ -276,7 +276,7 @@ public struct Configuration: Sendable {
         }
         if let maximum = try section.optional("maxInboundPayload") {
             // Bytes; from a size that still holds an identity or IO node advertisement to MQTT's largest payload.
-            options.maximumInboundPayload = try maximum.integer(in: 1024...268_435_455)
+            options.maximumInboundPayload = try maximum.integer(in: 1024...MQTTConnectOptions.maximumPayload)
         }
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])

@@ -1,4 +1,4 @@
-import CoatyMQTT
+import CoatyCommunication
 import CoatyTestSupport
 import Foundation
 import Testing
@@ -161,7 +161,7 @@ struct BrokerAccessTests {
     /// over the hard ceiling of 1 MiB before reading it.
     @Test("the broker drops payloads over the agents' limit and refuses huge packets")
     func payloadSizeLimit() async throws {
-        let limit = MQTTConnectOptions.defaultMaximumInboundPayload
+        let limit = CommunicationOptions.defaultMaximumInboundPayload
         for configuration in ["mosquitto/coaty-edge.conf", "mosquitto/coaty-edge-tls.conf"] {
             let text = try String(contentsOfFile: Deploy.path(configuration), encoding: .utf8)
             #expect(text.contains("\nmessage_size_limit \(limit)\n"), "\(configuration)")

@@ -10,7 +10,7 @@ import Testing
 /// What an agent does with payloads over its `maximumInboundPayload`, sent through a real mosquitto: drops them
 /// unread, counts and logs them, and goes on with the next message.
 @Suite(.timeLimit(.minutes(1))) struct InboundLimitTests {
-    static let limit = MQTTConnectOptions.defaultMaximumInboundPayload
+    static let limit = CommunicationOptions.defaultMaximumInboundPayload
 
     /// `prefix`, padding and `suffix`, `size` bytes in all: a valid Coaty payload with a member Coaty ignores.
     static func padded(_ prefix: String, _ suffix: String = #""}"#, to size: Int) -> [UInt8] {
