@@ -24,11 +24,11 @@ public enum EdgeAgent {
         for router in configuration.routers {
             switch router.rules {
             case .allCompatiblePairs:
-                controllers.append((router.name, IoRouter(context: router.context)))
+                controllers.append((router.name, IoRouter(context: router.context, nodeLimit: router.nodeLimit)))
             case .file(_, let rules):
-                controllers.append((router.name, IoRouter(context: router.context, rules: rules)))
+                controllers.append((router.name, IoRouter(context: router.context, rules: rules, nodeLimit: router.nodeLimit)))
             case .directory(let directory, let rules):
-                let ioRouter = IoRouter(context: router.context, rules: rules)
+                let ioRouter = IoRouter(context: router.context, rules: rules, nodeLimit: router.nodeLimit)
                 controllers.append((router.name, ioRouter))
                 controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, directory: directory, initial: rules)))
             }

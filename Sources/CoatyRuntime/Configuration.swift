@@ -125,7 +125,18 @@ public struct Configuration: Sendable {
             controllerOptions[name] = options
         }
         self.controllerOptions = controllerOptions
-        sharedObjects = try document.optional("sharedObjects").map(Self.readSharedObjects) ?? []
+        let sharedSection = try document.optional("sharedObjects")
+        sharedObjects = try sharedSection.map(Self.readSharedObjects) ?? []
+        // Every advertisement of a hosted object carries its whole data and the last change: one that does not fit
+        // into the inbound limit would be dropped by every agent with the same limit.
+        for definition in sharedObjects {
+            let largest = definition.limits.maximumDataBytes + definition.limits.maximumValueBytes + 4096
+            guard let sharedSection, largest > self.communication.maximumInboundPayload else { continue }
+            throw JSONShapeError(
+                path: sharedSection.path.appending(definition.name),
+                reason: "its advertisements reach \(largest) bytes (maxDataBytes, maxValueBytes and 4096 for the rest), more than "
+                    + "communication.maxInboundPayload (\(self.communication.maximumInboundPayload)); lower maxDataBytes or raise the limit")
+        }
         devices = try document.optional("devices")
 
         let logging = try document.optional("logging")

@@ -87,6 +87,8 @@ import Testing
         (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1}}"#, "m.json: $.communication.keepAlive: 1 is out of range 5...65535"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 100}}"#,
          "m.json: $.communication.maxInboundPayload: 100 is out of range 1024...268435455"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 65536}, "sharedObjects": {"s": {}}}"#,
+         "m.json: $.sharedObjects.s: its advertisements reach 151552 bytes"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": "256k"}}"#,
          "m.json: $.communication.maxInboundPayload: expected an integer, found string"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "reconnect": {"minDelay": 5, "maxDelay": 1}}}"#, #"m.json: $.communication.reconnect: "maxDelay" must not be less"#),
