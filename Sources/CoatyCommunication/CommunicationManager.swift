@@ -558,17 +558,16 @@ public final class CommunicationManager: Sendable {
     // MARK: - IO state and values
 
     private func applyAssociate(_ event: AssociateEvent) {
-        var isRefused = false
-        let delivery = state.withLock { state -> [(ObservationStream<IoState>.Continuation, IoState)] in
-            guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return [] }
+        let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
+            guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
-            isRefused = effects.isRefused
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
             rebuildIoRoutes(in: &state)
-            return effects.states.flatMap { pointId, ioState in
+            let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
+            return (delivery, effects.isRefused)
         }
         for (continuation, ioState) in delivery {
             continuation.yield(ioState)
