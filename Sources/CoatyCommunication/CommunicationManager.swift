@@ -481,9 +481,13 @@ public final class CommunicationManager: Sendable {
             message = received
         case .oversized(let topic, let size):
             counters.messagesOversized.add(1)
-            reject(counting: oversizedCounter) {
-                "dropped a message of \(size) bytes on \(topic): larger than the limit of \(options.maximumInboundPayload) bytes"
+            let reason = "larger than the limit of \(options.maximumInboundPayload) bytes"
+            // The actors on the route count it too, as a value they could not take.
+            let receivers = state.withLock { $0.ioRoutes.isEmpty ? nil : $0.ioRoutes[topic]?.receivers } ?? []
+            for receiver in receivers {
+                receiver.reject?("a value of \(size) bytes, \(reason)")
             }
+            reject(counting: oversizedCounter) { "dropped a message of \(size) bytes on \(topic): \(reason)" }
             return
         }
         if deliverOnIoRoute(message) { return }

@@ -5,6 +5,7 @@ import CoatyModel
 import CoatyTestSupport
 import Foundation
 import MQTTTestSupport
+import Synchronization
 import Testing
 
 /// What an agent does with payloads over its `maximumInboundPayload`, sent through a real mosquitto: drops them
@@ -90,13 +91,22 @@ import Testing
         try await poll { agent.ioState(of: actor.objectId).hasAssociations }
         try await brokerSync(agent)
 
-        try peer.publish(route, Self.padded(#"""#, #"""#, to: Self.limit + 1))
-        try peer.publish(route, "21.5")
-        try await values.wait(count: 1)
-        try await brokerSync(agent)
+        // The actor's own handler (as the IoActorController's) learns of the drop, to count it as a rejected value.
+        let rejections = Mutex<[String]>([])
+        try await agent.handleIoValues(of: actor, { _ in }, rejected: { reason in rejections.withLock { $0.append(reason) } }) {
+            do {
+                try peer.publish(route, Self.padded(#"""#, #"""#, to: Self.limit + 1))
+                try peer.publish(route, "21.5")
+                try await values.wait(count: 1)
+                try await brokerSync(agent)
+            } catch {
+                Issue.record(error)
+            }
+        }
         // Sizes, not values: a failure would print the 256 KiB value.
         #expect(values.elements.map(\.payload.count) == [4])
         #expect(values.elements.last == .json(21.5))
+        #expect(rejections.withLock { $0 } == ["a value of \(Self.limit + 1) bytes, larger than the limit of \(Self.limit) bytes"])
         #expect(agent.statistics.messagesOversized == 1)
         #expect(log.contains("dropped a message of \(Self.limit + 1) bytes on \(route)"))
         await agent.stop()
