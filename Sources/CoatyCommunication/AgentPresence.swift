@@ -55,8 +55,9 @@ public final class AgentPresence: Sendable {
         var agents: [String: AgentInfo] = [:]
         /// Nodes whose agent's identity has not arrived yet.
         var pendingNodes: [String: [IoNode]] = [:]
-        /// The bytes of each agent's identity and nodes (known or pending), and their sum, for the limits.
-        var sizes: [String: Int] = [:]
+        /// For the limits: per agent (known, or pending with nodes only), the bytes of its identity and of each node
+        /// as JSON; and their sum.
+        var sizes: [String: [Part: Int]] = [:]
         var totalBytes = 0
         /// During a census: the agents whose identity arrived since it began, by Resolve or by Advertise (an agent
         /// that reconnects after this one misses the Discover but advertises itself).
@@ -64,13 +65,24 @@ public final class AgentPresence: Sendable {
         var nextId = 0
         var watchers: [Int: ObservationStream<PresenceChange>.Continuation] = [:]
 
-        mutating func grow(_ agentId: String, by growth: Int) {
-            sizes[agentId, default: 0] += growth
-            totalBytes += growth
+        /// What an agent's size is made of: its identity and its nodes, by objectId.
+        enum Part: Hashable {
+            case identity
+            case node(String)
         }
 
-        mutating func forgetSize(of agentId: String) {
-            totalBytes -= sizes.removeValue(forKey: agentId) ?? 0
+        func size(of part: Part, agent agentId: String) -> Int {
+            sizes[agentId]?[part] ?? 0
+        }
+
+        /// Records the size of a part of the agent; nil when it is gone.
+        mutating func setSize(_ size: Int?, of part: Part, agent agentId: String) {
+            totalBytes += (size ?? 0) - self.size(of: part, agent: agentId)
+            sizes[agentId, default: [:]][part] = size
+        }
+
+        mutating func forgetSizes(of agentId: String) {
+            totalBytes -= sizes.removeValue(forKey: agentId)?.values.reduce(0, +) ?? 0
         }
     }
 
@@ -204,14 +216,14 @@ public final class AgentPresence: Sendable {
             let agentId = identity.objectId
             if var agent = state.agents[agentId] {
                 guard agent.identity != identity || agent.namespace != namespace else { return .unchanged }
-                let growth = size - Self.size(of: agent.identity.object)
+                let growth = size - state.size(of: .identity, agent: agentId)
                 guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: false, growth: growth) else {
                     return .refused("the changed identity of agent \(agentId), \(growth) bytes larger")
                 }
                 agent.identity = identity
                 agent.namespace = namespace
                 state.agents[agentId] = agent
-                state.grow(agentId, by: growth)
+                state.setSize(size, of: .identity, agent: agentId)
                 return .changed(.updated(agent))
             }
             // Nodes that arrived first already made it known.
@@ -224,7 +236,7 @@ public final class AgentPresence: Sendable {
                 identity: identity, namespace: namespace,
                 ioNodes: state.pendingNodes.removeValue(forKey: agentId) ?? [])
             state.agents[agentId] = agent
-            state.grow(agentId, by: size)
+            state.setSize(size, of: .identity, agent: agentId)
             return .changed(.joined(agent))
         }
     }
@@ -235,7 +247,7 @@ public final class AgentPresence: Sendable {
             var nodes = state.agents[agentId]?.ioNodes ?? state.pendingNodes[agentId] ?? []
             let index = nodes.firstIndex { $0.objectId == node.objectId }
             if let index, nodes[index] == node { return .unchanged }
-            let growth = size - (index.map { Self.size(of: nodes[$0].object) } ?? 0)
+            let growth = size - state.size(of: .node(node.objectId), agent: agentId)
             let isNewAgent = state.sizes[agentId] == nil
             guard index != nil || nodes.count < limits.maximumNodesPerAgent,
                 limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNewAgent, growth: growth)
@@ -245,7 +257,7 @@ public final class AgentPresence: Sendable {
                         + "\(state.sizes.count) agents with \(state.totalBytes) bytes are known")
             }
             if let index { nodes[index] = node } else { nodes.append(node) }
-            state.grow(agentId, by: growth)
+            state.setSize(size, of: .node(node.objectId), agent: agentId)
             guard var agent = state.agents[agentId] else {
                 state.pendingNodes[agentId] = nodes
                 return .unchanged
@@ -260,15 +272,15 @@ public final class AgentPresence: Sendable {
         for objectId in objectIds {
             update { state in
                 if state.pendingNodes.removeValue(forKey: objectId) != nil {
-                    state.forgetSize(of: objectId)
+                    state.forgetSizes(of: objectId)
                 }
                 if let agent = state.agents.removeValue(forKey: objectId) {
-                    state.forgetSize(of: objectId)
+                    state.forgetSizes(of: objectId)
                     return .changed(.left(agent))
                 }
                 for (agentId, var agent) in state.agents {
                     guard let index = agent.ioNodes.firstIndex(where: { $0.objectId == objectId }) else { continue }
-                    state.grow(agentId, by: -Self.size(of: agent.ioNodes[index].object))
+                    state.setSize(nil, of: .node(objectId), agent: agentId)
                     agent.ioNodes.remove(at: index)
                     state.agents[agentId] = agent
                     return .changed(.updated(agent))
