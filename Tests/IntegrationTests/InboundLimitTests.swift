@@ -149,6 +149,8 @@ import Testing
         let broker = try await TestBroker.started()
         let log = LogLines()
         let agent = Self.agent(broker, log)
+        let presence = AgentPresence(manager: agent, censusTimeout: .milliseconds(200))
+        let tracking = Task { await presence.run() }
         agent.start()
         try await brokerSync(agent)
         let peer = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/-/RSV/+/+"])
@@ -163,7 +165,19 @@ import Testing
         #expect(agent.statistics.messagesRejected == 1)
         #expect(agent.statistics.messagesOversized == 0)
         #expect(log.contains("nesting deeper than 512 levels"))
+
+        // Nesting just within the limit travels through what an agent does with another agent's node: decoding,
+        // comparing with what it knew, measuring for the presence limits.
+        let characteristics = String(repeating: #"{"a":"#, count: 500) + "1" + String(repeating: "}", count: 500)
+        try peer.publish("coaty/3/-/ADV:Identity/peer", #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"peer","name":"peer"}}"#)
+        let node = #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"deep-node","name":"ctx","ioSources":[],"#
+            + #""ioActors":[],"characteristics":\#(characteristics)}}"#
+        try peer.publish("coaty/3/-/ADV:IoNode/peer", node)
+        try peer.publish("coaty/3/-/ADV:IoNode/peer", node)
+        try await poll { presence.agent("peer")?.ioNodes.map(\.objectId) == ["deep-node"] }
+        tracking.cancel()
         await agent.stop()
+        await tracking.value
         try await broker.stop()
     }
 }
