@@ -1,3 +1,4 @@
+import CoatyJSON
 import CoatyModel
 import Synchronization
 
@@ -27,6 +28,23 @@ public enum PresenceChange: Sendable, Hashable {
     case left(AgentInfo)
 }
 
+/// How much an `AgentPresence` keeps about other agents. Past a bound, a new agent or IO node is refused (counted
+/// in `coaty_edge_retention_refused_total{store="agent presence"}` and logged within a budget); what is known stays.
+public struct PresenceLimits: Sendable, Hashable {
+    /// Agents (with those whose nodes arrived before their identity), and the bytes of their identities and nodes
+    /// as JSON text.
+    public var agents: RetentionLimit
+    /// IO nodes of one agent (Coaty agents advertise one per IO context).
+    public var maximumNodesPerAgent: Int
+
+    public init(
+        agents: RetentionLimit = RetentionLimit(maximumCount: 1024, maximumBytes: 16 * 1024 * 1024), maximumNodesPerAgent: Int = 64
+    ) {
+        self.agents = agents
+        self.maximumNodesPerAgent = maximumNodesPerAgent
+    }
+}
+
 /// Which agents are online now, from their Identity and IoNode advertisements, Deadvertises and last wills.
 ///
 /// Run it while the manager runs (`run()` returns when the task is cancelled). On every connect it asks all
@@ -37,23 +55,63 @@ public final class AgentPresence: Sendable {
         var agents: [String: AgentInfo] = [:]
         /// Nodes whose agent's identity has not arrived yet.
         var pendingNodes: [String: [IoNode]] = [:]
+        /// For the limits: per agent (known, or pending with nodes only), the bytes of its identity and of each node
+        /// as JSON; and their sum.
+        var sizes: [String: [Part: Int]] = [:]
+        var totalBytes = 0
         /// During a census: the agents whose identity arrived since it began, by Resolve or by Advertise (an agent
         /// that reconnects after this one misses the Discover but advertises itself).
         var seenDuringCensus: Set<String>?
         var nextId = 0
         var watchers: [Int: ObservationStream<PresenceChange>.Continuation] = [:]
+
+        /// What an agent's size is made of: its identity and its nodes, by objectId.
+        enum Part: Hashable {
+            case identity
+            case node(String)
+        }
+
+        func size(of part: Part, agent agentId: String) -> Int {
+            sizes[agentId]?[part] ?? 0
+        }
+
+        /// Records the size of a part of the agent; nil when it is gone.
+        mutating func setSize(_ size: Int?, of part: Part, agent agentId: String) {
+            totalBytes += (size ?? 0) - self.size(of: part, agent: agentId)
+            sizes[agentId, default: [:]][part] = size
+        }
+
+        mutating func forgetSizes(of agentId: String) {
+            totalBytes -= sizes.removeValue(forKey: agentId)?.values.reduce(0, +) ?? 0
+        }
+    }
+
+    private enum Outcome {
+        case unchanged
+        case changed(PresenceChange)
+        /// What was refused, for the log.
+        case refused(String)
     }
 
     private let manager: CommunicationManager
     private let censusTimeout: Duration
+    private let limits: PresenceLimits
+    private let refusals: RetentionRefusals
     private let state = Mutex(State())
 
-    /// - Parameter censusTimeout: how long to wait for answers after connecting before agents that did not
-    ///   answer are taken as gone.
-    public init(manager: CommunicationManager, censusTimeout: Duration = .seconds(3)) {
+    /// - Parameters:
+    ///   - censusTimeout: how long to wait for answers after connecting before agents that did not answer are
+    ///     taken as gone.
+    ///   - limits: how many agents and nodes, and how many bytes of them, it keeps.
+    public init(manager: CommunicationManager, censusTimeout: Duration = .seconds(3), limits: PresenceLimits = PresenceLimits()) {
         self.manager = manager
         self.censusTimeout = censusTimeout
+        self.limits = limits
+        refusals = RetentionRefusals(store: "agent presence", logger: manager.logger)
     }
+
+    /// How many identities and nodes were refused because the limits were reached.
+    public var refusedCount: Int { refusals.count }
 
     /// The agents online now, by name.
     public var agents: [AgentInfo] {
@@ -152,56 +210,89 @@ public final class AgentPresence: Sendable {
     }
 
     private func add(_ identity: Identity, namespace: String) {
-        notify { state in
+        let size = Self.size(of: identity.object)
+        update { state in
             state.seenDuringCensus?.insert(identity.objectId)
-            if var agent = state.agents[identity.objectId] {
-                guard agent.identity != identity || agent.namespace != namespace else { return nil }
+            let agentId = identity.objectId
+            if var agent = state.agents[agentId] {
+                guard agent.identity != identity || agent.namespace != namespace else { return .unchanged }
+                let growth = size - state.size(of: .identity, agent: agentId)
+                guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: false, growth: growth) else {
+                    return .refused("the changed identity of agent \(agentId), \(growth) bytes larger")
+                }
                 agent.identity = identity
                 agent.namespace = namespace
-                state.agents[identity.objectId] = agent
-                return .updated(agent)
+                state.agents[agentId] = agent
+                state.setSize(size, of: .identity, agent: agentId)
+                return .changed(.updated(agent))
+            }
+            // Nodes that arrived first already made it known.
+            let isNew = state.sizes[agentId] == nil
+            guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNew, growth: size) else {
+                return .refused(
+                    "agent \(identity.name) (\(agentId)): \(state.sizes.count) agents with \(state.totalBytes) bytes are known")
             }
             let agent = AgentInfo(
                 identity: identity, namespace: namespace,
-                ioNodes: state.pendingNodes.removeValue(forKey: identity.objectId) ?? [])
-            state.agents[identity.objectId] = agent
-            return .joined(agent)
+                ioNodes: state.pendingNodes.removeValue(forKey: agentId) ?? [])
+            state.agents[agentId] = agent
+            state.setSize(size, of: .identity, agent: agentId)
+            return .changed(.joined(agent))
         }
     }
 
     private func add(_ node: IoNode, of agentId: String) {
-        notify { state in
+        let size = Self.size(of: node.object)
+        update { state in
+            var nodes = state.agents[agentId]?.ioNodes ?? state.pendingNodes[agentId] ?? []
+            let index = nodes.firstIndex { $0.objectId == node.objectId }
+            if let index, nodes[index] == node { return .unchanged }
+            let growth = size - state.size(of: .node(node.objectId), agent: agentId)
+            let isNewAgent = state.sizes[agentId] == nil
+            guard index != nil || nodes.count < limits.maximumNodesPerAgent,
+                limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNewAgent, growth: growth)
+            else {
+                return .refused(
+                    "IO node \(node.objectId) of agent \(agentId) (\(size) bytes): \(nodes.count) nodes of the agent, "
+                        + "\(state.sizes.count) agents with \(state.totalBytes) bytes are known")
+            }
+            if let index { nodes[index] = node } else { nodes.append(node) }
+            state.setSize(size, of: .node(node.objectId), agent: agentId)
             guard var agent = state.agents[agentId] else {
-                state.pendingNodes[agentId, default: []].removeAll { $0.objectId == node.objectId }
-                state.pendingNodes[agentId, default: []].append(node)
-                return nil
+                state.pendingNodes[agentId] = nodes
+                return .unchanged
             }
-            if let index = agent.ioNodes.firstIndex(where: { $0.objectId == node.objectId }) {
-                guard agent.ioNodes[index] != node else { return nil }
-                agent.ioNodes[index] = node
-            } else {
-                agent.ioNodes.append(node)
-            }
+            agent.ioNodes = nodes
             state.agents[agentId] = agent
-            return .updated(agent)
+            return .changed(.updated(agent))
         }
     }
 
     private func remove(_ objectIds: [String]) {
         for objectId in objectIds {
-            notify { state in
-                state.pendingNodes[objectId] = nil
+            update { state in
+                if state.pendingNodes.removeValue(forKey: objectId) != nil {
+                    state.forgetSizes(of: objectId)
+                }
                 if let agent = state.agents.removeValue(forKey: objectId) {
-                    return .left(agent)
+                    state.forgetSizes(of: objectId)
+                    return .changed(.left(agent))
                 }
-                for (agentId, var agent) in state.agents where agent.ioNodes.contains(where: { $0.objectId == objectId }) {
-                    agent.ioNodes.removeAll { $0.objectId == objectId }
+                for (agentId, var agent) in state.agents {
+                    guard let index = agent.ioNodes.firstIndex(where: { $0.objectId == objectId }) else { continue }
+                    state.setSize(nil, of: .node(objectId), agent: agentId)
+                    agent.ioNodes.remove(at: index)
                     state.agents[agentId] = agent
-                    return .updated(agent)
+                    return .changed(.updated(agent))
                 }
-                return nil
+                return .unchanged
             }
         }
+    }
+
+    /// What an object takes as JSON text: the measure of the byte limit.
+    private static func size(of object: CoatyObject) -> Int {
+        object.jsonValue.serializedBytes().count
     }
 
     private func forgetAll() {
@@ -209,6 +300,8 @@ public final class AgentPresence: Sendable {
             defer {
                 state.agents = [:]
                 state.pendingNodes = [:]
+                state.sizes = [:]
+                state.totalBytes = 0
             }
             return (Array(state.agents.values), Array(state.watchers.values))
         }
@@ -217,10 +310,17 @@ public final class AgentPresence: Sendable {
         }
     }
 
-    private func notify(_ change: (inout State) -> PresenceChange?) {
-        state.withLock { state in
-            guard let change = change(&state) else { return }
-            for watcher in state.watchers.values { watcher.yield(change) }
+    /// Applies a change and tells the watchers; a refusal is counted and logged after the lock is released.
+    private func update(_ change: (inout State) -> Outcome) {
+        let outcome = state.withLock { state in
+            let outcome = change(&state)
+            if case .changed(let change) = outcome {
+                for watcher in state.watchers.values { watcher.yield(change) }
+            }
+            return outcome
+        }
+        if case .refused(let what) = outcome {
+            refusals.refuse { what }
         }
     }
 }

@@ -32,7 +32,8 @@ public final class CommunicationManager: Sendable {
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
-    private let rejectedCounter = Counter(label: "coaty_edge_messages_rejected_total")
+    private let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
+    private let oversizedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
     private let rejectionLogBudget = LogBudget()
     private let connectionFailures = ConnectionFailureLog()
     /// Set by `stopReceiving` (and `stop`) until the next start: inbound messages are dropped, not handled.
@@ -43,6 +44,7 @@ public final class CommunicationManager: Sendable {
     /// Callers between taking the transport (while no Deadvertise was queued) and the end of their publication: the
     /// Deadvertise waits for them, so that it is the last publication.
     private let publishersInFlight = Atomic(0)
+    private let associationRefusals: RetentionRefusals
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -127,6 +129,7 @@ public final class CommunicationManager: Sendable {
         // Nodes without sources and actors are dropped, as in Coaty JS.
         ioNodeDefinitions = ioNodes.filter { !$0.ioSources.isEmpty || !$0.ioActors.isEmpty }
         self.logger = logger
+        associationRefusals = RetentionRefusals(store: "IO routing table", logger: logger)
         sourceId = identity.objectId
         rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
         self.makeTransport = makeTransport
@@ -191,9 +194,9 @@ public final class CommunicationManager: Sendable {
         let connectOptions = MQTTConnectOptions(
             host: options.host, port: options.port, clientId: clientId, keepAlive: options.keepAlive,
             username: options.username, password: options.password, tls: options.tls,
-            will: unjoinMessage(nodes: nodes), reconnect: options.reconnect)
+            will: unjoinMessage(nodes: nodes), reconnect: options.reconnect, maximumInboundPayload: options.maximumInboundPayload)
         do {
-            try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] message in self?.receive(message) }
+            try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] inbound in self?.receive(inbound) }
         } catch {
             logger.error("cannot connect to \(options.host):\(options.port): \(error)")
         }
@@ -537,10 +540,25 @@ public final class CommunicationManager: Sendable {
     // MARK: - Inbound
 
     /// Called on the transport's network thread for every message.
-    private func receive(_ message: MQTTMessage) {
+    private func receive(_ inbound: MQTTInbound) {
         guard !isDroppingInbound.load(ordering: .relaxed) else {
             droppedWhileStopping.add(1)
             droppedWhileStoppingCounter.increment()
+            return
+        }
+        let message: MQTTMessage
+        switch inbound {
+        case .message(let received):
+            message = received
+        case .oversized(let topic, let size):
+            counters.messagesOversized.add(1)
+            let reason = "larger than the limit of \(options.maximumInboundPayload) bytes"
+            // The actors on the route count it too, as a value they could not take.
+            let receivers = state.withLock { $0.ioRoutes.isEmpty ? nil : $0.ioRoutes[topic]?.receivers } ?? []
+            for receiver in receivers {
+                receiver.reject?("a value of \(size) bytes, \(reason)")
+            }
+            reject(counting: oversizedCounter) { "dropped a message of \(size) bytes on \(topic): \(reason)" }
             return
         }
         if deliverOnIoRoute(message) { return }
@@ -554,16 +572,17 @@ public final class CommunicationManager: Sendable {
         case .success(.ioValue):
             break  // a route this agent no longer listens to
         case .failure(let rejection):
-            reject("dropped a malformed message: \(rejection)")
+            reject(counting: malformedCounter) { "dropped a malformed message: \(rejection)" }
         }
     }
 
-    private func reject(_ warning: @autoclosure () -> Logger.Message) {
+    /// Counts a dropped message and logs why, within the budget (malformed and oversized messages share it).
+    private func reject(counting counter: Counter, _ warning: () -> Logger.Message) {
         counters.messagesRejected.add(1)
-        rejectedCounter.increment()
+        counter.increment()
         guard case .log(let suppressed) = rejectionLogBudget.admit() else { return }
         if suppressed > 0 {
-            logger.warning("\(suppressed) more malformed messages were dropped without a log line")
+            logger.warning("\(suppressed) more malformed or oversized messages were dropped without a log line")
         }
         logger.warning(warning())
     }
@@ -614,18 +633,25 @@ public final class CommunicationManager: Sendable {
     // MARK: - IO state and values
 
     private func applyAssociate(_ event: AssociateEvent) {
-        let delivery = state.withLock { state -> [(ObservationStream<IoState>.Continuation, IoState)] in
-            guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return [] }
+        let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
+            guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
             rebuildIoRoutes(in: &state)
-            return effects.states.flatMap { pointId, ioState in
+            let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
+            return (delivery, effects.isRefused)
         }
         for (continuation, ioState) in delivery {
             continuation.yield(ioState)
+        }
+        if isRefused {
+            associationRefusals.refuse {
+                "the association of source \(event.ioSourceId) with actor \(event.ioActorId): "
+                    + "an own IO point has \(IoRoutingTable.maximumAssociations) associations"
+            }
         }
     }
 
@@ -678,7 +704,7 @@ public final class CommunicationManager: Sendable {
             }
         }
         if let parseError {
-            reject("dropped an IO value on \(message.topic) that is not JSON: \(parseError)")
+            reject(counting: malformedCounter) { "dropped an IO value on \(message.topic) that is not JSON: \(parseError)" }
         }
         return true
     }
@@ -835,6 +861,7 @@ final class StatisticsCounters: Sendable {
     let messagesReceived = Atomic(0)
     let messagesPublished = Atomic(0)
     let messagesRejected = Atomic(0)
+    let messagesOversized = Atomic(0)
     let responsesRejected = Atomic(0)
     let ioValuesPublished = Atomic(0)
     let ioValuesReceived = Atomic(0)
@@ -844,7 +871,8 @@ final class StatisticsCounters: Sendable {
     var snapshot: CommunicationStatistics {
         CommunicationStatistics(
             messagesReceived: messagesReceived.value, messagesPublished: messagesPublished.value,
-            messagesRejected: messagesRejected.value, responsesRejected: responsesRejected.value,
+            messagesRejected: messagesRejected.value, messagesOversized: messagesOversized.value,
+            responsesRejected: responsesRejected.value,
             ioValuesPublished: ioValuesPublished.value, ioValuesReceived: ioValuesReceived.value,
             ioValuesDropped: ioValuesDropped.value, reconnects: reconnects.value)
     }

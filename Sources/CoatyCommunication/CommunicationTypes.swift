@@ -92,11 +92,18 @@ public struct CommunicationOptions: Sendable, Equatable {
     public var namespace: String
     /// Observe events of every namespace (publications stay in the own namespace).
     public var shouldEnableCrossNamespacing: Bool
+    /// Bytes; an inbound message with a larger payload is dropped unread, counted and logged.
+    public var maximumInboundPayload: Int
+
+    /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
+    /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
+    public static let defaultMaximumInboundPayload = 256 * 1024
 
     public init(
         host: String = "127.0.0.1", port: Int = 1883, username: String? = nil, password: String? = nil,
         tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
-        namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false
+        namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
+        maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload
     ) {
         self.host = host
         self.port = port
@@ -107,6 +114,7 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.reconnect = reconnect
         self.namespace = namespace.isEmpty ? CoatyTopic.defaultNamespace : namespace
         self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
+        self.maximumInboundPayload = maximumInboundPayload
     }
 }
 
@@ -114,8 +122,10 @@ public struct CommunicationOptions: Sendable, Equatable {
 public struct CommunicationStatistics: Sendable, Hashable {
     public var messagesReceived = 0
     public var messagesPublished = 0
-    /// Messages from other agents that were malformed or invalid, dropped.
+    /// Messages from other agents that were malformed, invalid or too large, dropped.
     public var messagesRejected = 0
+    /// Of `messagesRejected`, those whose payload was larger than `maximumInboundPayload`.
+    public var messagesOversized = 0
     /// Responses that do not answer their request (wrong type or object), dropped as Coaty JS does.
     public var responsesRejected = 0
     public var ioValuesPublished = 0

@@ -14,12 +14,19 @@ struct IoRoutingTable: Sendable {
         var subscribeRoutes: [String] = []
         var unsubscribeRoutes: [String] = []
         var states: [(pointId: String, state: IoState)] = []
+        /// The association was refused: its own point has `maximumAssociations` already. Nothing changed.
+        var isRefused = false
 
         static func == (lhs: Effects, rhs: Effects) -> Bool {
             lhs.subscribeRoutes == rhs.subscribeRoutes && lhs.unsubscribeRoutes == rhs.unsubscribeRoutes
                 && lhs.states.map(\.pointId) == rhs.states.map(\.pointId) && lhs.states.map(\.state) == rhs.states.map(\.state)
+                && lhs.isRefused == rhs.isRefused
         }
     }
+
+    /// The most associations one own source (actors) or actor (sources) keeps: any agent can send Associates, and
+    /// each new route of an actor is a subscription. A router associates far fewer pairs with one point.
+    static let maximumAssociations = 1024
 
     private(set) var sources: [String: SourceEntry] = [:]
     /// Per route, per own actor, the sources associated on it.
@@ -56,6 +63,10 @@ struct IoRoutingTable: Sendable {
         let isActor = ownActorIds.contains(event.ioActorId)
         var effects = Effects()
         guard isSource || isActor else { return effects }
+        if event.associatingRoute != nil && !admitsAssociation(of: event, isSource: isSource, isActor: isActor) {
+            effects.isRefused = true
+            return effects
+        }
 
         if isSource {
             updateSource(event.ioSourceId, actorId: event.ioActorId, route: event.associatingRoute,
@@ -79,6 +90,23 @@ struct IoRoutingTable: Sendable {
             effects.states.append((event.ioActorId, IoState(hasAssociations: hasSources, updateRate: nil)))
         }
         return effects
+    }
+
+    /// Whether associating the event's pair keeps its own points within `maximumAssociations`.
+    private func admitsAssociation(of event: AssociateEvent, isSource: Bool, isActor: Bool) -> Bool {
+        if isSource, let entry = sources[event.ioSourceId], entry.route == event.associatingRoute,
+            !entry.actorIds.contains(event.ioActorId), entry.actorIds.count >= Self.maximumAssociations
+        {
+            return false
+        }
+        if isActor {
+            // The pair moves to the new route, so only the actor's other sources count.
+            let otherSources = actorsByRoute.values.reduce(0) { count, actors in
+                count + (actors[event.ioActorId]?.count { $0 != event.ioSourceId } ?? 0)
+            }
+            if otherSources >= Self.maximumAssociations { return false }
+        }
+        return true
     }
 
     private mutating func updateSource(

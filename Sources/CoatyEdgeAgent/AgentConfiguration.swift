@@ -15,11 +15,13 @@ public struct AgentConfiguration: Sendable {
     public var printsReceivedValues: Bool
     public var devices: DeviceConfiguration?
 
-    /// A router controller: `{"type": "ioRouter", "ioContext": {...}, "rules": "<directory or file>"}`.
+    /// A router controller: `{"type": "ioRouter", "ioContext": {...}, "rules": "<directory or file>", "maxNodes": 256}`.
     public struct RouterSettings: Sendable {
         public var name: String
         public var context: IoContext
         public var rules: Rules
+        /// How many IO nodes (and bytes of them) the router manages.
+        public var nodeLimit = IoRouter.defaultNodeLimit
 
         public enum Rules: Sendable {
             /// Every compatible pair, as Coaty's BasicIoRouter.
@@ -76,7 +78,11 @@ public struct AgentConfiguration: Sendable {
     }
 
     private static func readRouter(name: String, _ options: JSONCursor, configurationFile: String) throws -> RouterSettings {
-        try options.allowOnly(["type", "ioContext", "rules"])
+        try options.allowOnly(["type", "ioContext", "rules", "maxNodes"])
+        var nodeLimit = IoRouter.defaultNodeLimit
+        if let maximum = try options.optional("maxNodes") {
+            nodeLimit.maximumCount = try maximum.integer(in: 1...65536)
+        }
         let contextCursor = try options.required("ioContext")
         var json = try contextCursor.object()
         if json["coreType"] == nil { json["coreType"] = .string(CoreType.ioContext.rawValue) }
@@ -87,14 +93,17 @@ public struct AgentConfiguration: Sendable {
             throw JSONShapeError(path: contextCursor.path.appending("name"), reason: "the context name must be non-empty without '+', '#' or '/'")
         }
         guard let rulesCursor = try options.optional("rules") else {
-            return RouterSettings(name: name, context: context, rules: .allCompatiblePairs)
+            return RouterSettings(name: name, context: context, rules: .allCompatiblePairs, nodeLimit: nodeLimit)
         }
         let path = resolve(try rulesCursor.nonEmptyString(), relativeTo: configurationFile)
         do {
             if isDirectory(path) {
-                return RouterSettings(name: name, context: context, rules: .directory(path, initial: try RoutingRuleSet.load(directory: path)))
+                return RouterSettings(
+                    name: name, context: context, rules: .directory(path, initial: try RoutingRuleSet.load(directory: path)),
+                    nodeLimit: nodeLimit)
             }
-            return RouterSettings(name: name, context: context, rules: .file(path, initial: try RoutingRuleSet.load(files: [path])))
+            return RouterSettings(
+                name: name, context: context, rules: .file(path, initial: try RoutingRuleSet.load(files: [path])), nodeLimit: nodeLimit)
         } catch {
             throw ConfigurationError(file: configurationFile, path: rulesCursor.path, reason: "the rules do not load:\n" + error.description)
         }

@@ -24,9 +24,9 @@ public enum EdgeAgent {
         for router in configuration.routers {
             switch router.rules {
             case .allCompatiblePairs:
-                controllers.append((router.name, IoRouter(context: router.context)))
+                controllers.append((router.name, IoRouter(context: router.context, nodeLimit: router.nodeLimit)))
             case .directory(let path, let rules), .file(let path, let rules):
-                let ioRouter = IoRouter(context: router.context, rules: rules)
+                let ioRouter = IoRouter(context: router.context, rules: rules, nodeLimit: router.nodeLimit)
                 controllers.append((router.name, ioRouter))
                 controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, path: path, initial: rules)))
             }

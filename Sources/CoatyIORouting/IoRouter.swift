@@ -57,25 +57,39 @@ public final class IoRouter: Controller {
         var sharedData: JSONObject = [:]
         var associations: [IoAssociation] = []
         var managedNodeIds: [String] = []
+        /// New nodes (or versions of nodes) refused for the `nodeLimit`.
+        var refusedNodeCount = 0
         var triggers: AsyncStream<Trigger>.Continuation?
     }
 
     fileprivate let shared: Mutex<Shared>
     private let censusTimeout: Duration
+    private let nodeLimit: RetentionLimit
+
+    /// The default `nodeLimit`: 256 IO nodes of 16 MiB in all.
+    public static let defaultNodeLimit = RetentionLimit(maximumCount: 256, maximumBytes: 16 * 1024 * 1024)
 
     /// - Parameters:
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
     ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
     ///   - censusTimeout: after a reconnect, nodes that neither answer a Discover nor are advertised again within
     ///     this time are dropped, since their agents' wills may have gone out while the router was offline.
-    public init(context: IoContext, rules: any IoRoutingRules = IoAssociationRules.all, censusTimeout: Duration = .seconds(3)) {
+    ///   - nodeLimit: how many IO nodes (and bytes of them, as JSON) the router manages; a new node past it is
+    ///     refused, counted in `coaty_edge_retention_refused_total{store="IO router <context>"}` and logged.
+    public init(
+        context: IoContext, rules: any IoRoutingRules = IoAssociationRules.all, censusTimeout: Duration = .seconds(3),
+        nodeLimit: RetentionLimit = IoRouter.defaultNodeLimit
+    ) {
         shared = Mutex(Shared(context: context, rules: rules))
         self.censusTimeout = censusTimeout
+        self.nodeLimit = nodeLimit
     }
 
     public var context: IoContext { shared.withLock { $0.context } }
     public var associations: [IoAssociation] { shared.withLock { $0.associations } }
     public var managedNodeIds: [String] { shared.withLock { $0.managedNodeIds } }
+    /// How many node advertisements the router refused because of its `nodeLimit`.
+    public var refusedNodeCount: Int { shared.withLock { $0.refusedNodeCount } }
 
     /// Replaces the rules and re-evaluates; associations that do not change cause no traffic.
     public func setRules(_ rules: any IoRoutingRules) {
@@ -133,7 +147,9 @@ public final class IoRouter: Controller {
                     input.yield(.censusEnded)
                 }
             }
-            var evaluation = Evaluation(manager: manager, logger: logger, contextName: contextName, router: self)
+            var evaluation = Evaluation(
+                manager: manager, logger: logger, contextName: contextName, router: self,
+                refusals: RetentionRefusals(store: "IO router \(contextName)", logger: logger))
             var followed: Set<String> = []
             func follow(_ names: Set<String>) {
                 for name in names.subtracting(followed).sorted() {
@@ -186,18 +202,23 @@ public final class IoRouter: Controller {
         let logger: Logger
         let contextName: String
         let router: IoRouter
+        let refusals: RetentionRefusals
         /// Managed nodes in the order they were first managed.
         var nodes: [IoNode] = []
+        /// The bytes of each managed node as JSON, and their sum, for the router's `nodeLimit`.
+        var nodeSizes: [String: Int] = [:]
+        var nodeBytes = 0
         var sourceRoutes: [String: String] = [:]
         var associations: [IoAssociation] = []
         /// During a census: the nodes managed when it started, and those managed again since.
         var census: (before: Set<String>, alive: Set<String>)?
 
-        init(manager: CommunicationManager, logger: Logger, contextName: String, router: IoRouter) {
+        init(manager: CommunicationManager, logger: Logger, contextName: String, router: IoRouter, refusals: RetentionRefusals) {
             self.manager = manager
             self.logger = logger
             self.contextName = contextName
             self.router = router
+            self.refusals = refusals
         }
 
         mutating func handle(_ trigger: Trigger) async {
@@ -206,8 +227,7 @@ public final class IoRouter: Controller {
                 census?.alive.insert(node.objectId)
                 if node.ioSources.isEmpty && node.ioActors.isEmpty {
                     await unmanage([node.objectId])
-                } else {
-                    manage(node)
+                } else if manage(node) {
                     await evaluate()
                 }
             case .deadvertised(let objectIds):
@@ -255,7 +275,20 @@ public final class IoRouter: Controller {
             }
         }
 
-        private mutating func manage(_ node: IoNode) {
+        /// Manages a new node or the new version of a managed one; false if that is past the router's `nodeLimit`.
+        private mutating func manage(_ node: IoNode) -> Bool {
+            let size = node.object.jsonValue.serializedBytes().count
+            let previous = nodeSizes[node.objectId]
+            guard router.nodeLimit.admits(count: nodes.count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
+            else {
+                router.update { $0.refusedNodeCount += 1 }
+                refusals.refuse {
+                    "IO node \(node.name) (\(node.objectId), \(size) bytes): \(nodes.count) nodes with \(nodeBytes) bytes are managed"
+                }
+                return false
+            }
+            nodeSizes[node.objectId] = size
+            nodeBytes += size - (previous ?? 0)
             if let index = nodes.firstIndex(where: { $0.objectId == node.objectId }) {
                 let remaining = Set(node.ioSources.map(\.objectId))
                 for source in nodes[index].ioSources where !remaining.contains(source.objectId) {
@@ -266,6 +299,7 @@ public final class IoRouter: Controller {
                 nodes.append(node)
             }
             router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }
+            return true
         }
 
         private mutating func unmanage(_ objectIds: [String]) async {
@@ -273,6 +307,7 @@ public final class IoRouter: Controller {
             guard !removed.isEmpty else { return }
             for node in removed {
                 for source in node.ioSources { sourceRoutes[source.objectId] = nil }
+                nodeBytes -= nodeSizes.removeValue(forKey: node.objectId) ?? 0
             }
             nodes.removeAll { objectIds.contains($0.objectId) }
             router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }

@@ -2,17 +2,19 @@
 ///
 /// Inbound messages go to a handler called on the transport's network thread, so that an event reaches its
 /// observer with a single thread hop, as in a bare client, or none when the observer runs on the connection's
-/// `ConnectionExecutor`. Connection changes arrive in order on `connectionEvents`.
+/// `ConnectionExecutor`. A message whose payload is larger than `MQTTConnectOptions.maximumInboundPayload` is not
+/// handed on: the handler learns only its topic and size. Connection changes arrive in order on `connectionEvents`.
 public protocol MQTTTransport: AnyObject, Sendable {
     /// Connection changes, in order. There is one consumer.
     var connectionEvents: AsyncStream<MQTTConnectionEvent> { get }
 
     /// Starts connecting in the background (reconnecting by the options' policy) and returns at once.
-    /// `handler` receives every inbound message on the network thread; it must not block. A transport with a
+    /// `handler` receives every inbound message (or, for one too large, its topic and size) on the network thread;
+    /// it must not block. A transport with a
     /// network thread of its own runs `executor`'s jobs on it until `disconnect`; one without leaves them to the
     /// executor's fallback.
     func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) throws(MQTTError)
 
     /// Sends at QoS 0. Fails with `.notConnected` while offline: the caller queues.
@@ -43,6 +45,14 @@ public struct MQTTMessage: Sendable, Hashable {
     }
 }
 
+/// What a transport hands on from the broker.
+public enum MQTTInbound: Sendable, Hashable {
+    case message(MQTTMessage)
+    /// A message whose payload of `size` bytes is larger than the connection's `maximumInboundPayload`, dropped
+    /// before its payload was copied.
+    case oversized(topic: String, size: Int)
+}
+
 public enum MQTTConnectionEvent: Sendable, Equatable {
     /// The broker accepted the connection (initially or after a reconnect).
     case connected
@@ -66,11 +76,18 @@ public struct MQTTConnectOptions: Sendable, Equatable {
     public var tls: MQTTTLSOptions?
     public var will: MQTTMessage?
     public var reconnect: MQTTReconnectPolicy
+    /// Bytes; larger inbound payloads are dropped (and reported as `MQTTInbound.oversized`). The communication
+    /// manager passes its own, smaller default.
+    public var maximumInboundPayload: Int
+
+    /// The largest payload MQTT can carry: what its remaining length can encode.
+    public static let maximumPayload = 268_435_455
 
     public init(
         host: String, port: Int = 1883, clientId: String, keepAlive: Duration = .seconds(60),
         username: String? = nil, password: String? = nil, tls: MQTTTLSOptions? = nil, will: MQTTMessage? = nil,
-        reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy()
+        reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
+        maximumInboundPayload: Int = MQTTConnectOptions.maximumPayload
     ) {
         self.host = host
         self.port = port
@@ -81,6 +98,7 @@ public struct MQTTConnectOptions: Sendable, Equatable {
         self.tls = tls
         self.will = will
         self.reconnect = reconnect
+        self.maximumInboundPayload = maximumInboundPayload
     }
 }
 

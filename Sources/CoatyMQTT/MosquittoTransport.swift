@@ -73,7 +73,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     }
 
     public func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) throws(MQTTError) {
         try state.withLock { (state) throws(MQTTError) in
             precondition(state.phase == .idle, "MosquittoTransport connects once; make a new one to connect again")
@@ -287,8 +287,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     }
 
     static func checkPayloadSize(_ payload: [UInt8]) throws(MQTTError) {
-        // The largest remaining length MQTT can encode.
-        guard payload.count <= 268_435_455 else { throw .payloadTooLarge(payload.count) }
+        guard payload.count <= MQTTConnectOptions.maximumPayload else { throw .payloadTooLarge(payload.count) }
     }
 }
 
@@ -297,7 +296,7 @@ private final class NetworkSession {
     let transport: MosquittoTransport
     let options: MQTTConnectOptions
     let executor: ConnectionExecutor
-    let deliver: @Sendable (MQTTMessage) -> Void
+    let deliver: @Sendable (MQTTInbound) -> Void
     /// The outcome of the current attempt's CONNACK, set on this thread by `receiveConnack`.
     var accepted = false
     /// Why the current attempt failed, in the words of the broker (a CONNACK refusal) or of the TLS library (from
@@ -306,7 +305,7 @@ private final class NetworkSession {
 
     init(
         transport: MosquittoTransport, options: MQTTConnectOptions, executor: ConnectionExecutor,
-        deliver: @escaping @Sendable (MQTTMessage) -> Void
+        deliver: @escaping @Sendable (MQTTInbound) -> Void
     ) {
         self.transport = transport
         self.options = options
@@ -579,13 +578,22 @@ private func receiveLog(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, 
 }
 
 /// The latency-critical path: copy out what libmosquitto frees after the callback, and hand it on.
+///
+/// A payload over the limit is not copied: libmosquitto has already read the whole packet into its own buffer (MQTT
+/// 3.1.1 has no way to tell the broker a maximum packet size; that is a property of MQTT 5's CONNECT), which it frees
+/// after this callback, so the agent holds it once, briefly, and never parses it.
 private func receiveMessage(
     _: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?
 ) {
     guard let context, let message = message?.pointee, let topic = message.topic else { return }
-    let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
     let session = Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue()
-    session.deliver(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain))
+    let size = Int(message.payloadlen)
+    guard size <= session.options.maximumInboundPayload else {
+        session.deliver(.oversized(topic: String(cString: topic), size: size))
+        return
+    }
+    let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: size))
+    session.deliver(.message(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain)))
 }
 
 extension MQTTError {

@@ -16,7 +16,8 @@ import CoatySharedObjects
 /// {
 ///   "common": {"agentIdentity": {"name": "Greenhouse"}, "ioContextNodes": {"<context>": {"ioSources": [], "ioActors": [], "characteristics": {}}}},
 ///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
-///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30}},
+///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30},
+///                     "maxInboundPayload": 262144},
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
@@ -127,7 +128,18 @@ public struct Configuration: Sendable {
             controllerOptions[name] = options
         }
         self.controllerOptions = controllerOptions
-        sharedObjects = try document.optional("sharedObjects").map(Self.readSharedObjects) ?? []
+        let sharedSection = try document.optional("sharedObjects")
+        sharedObjects = try sharedSection.map(Self.readSharedObjects) ?? []
+        // Every advertisement of a hosted object carries its whole data and the last change: one that does not fit
+        // into the inbound limit would be dropped by every agent with the same limit.
+        for definition in sharedObjects {
+            let largest = definition.limits.maximumDataBytes + definition.limits.maximumValueBytes + 4096
+            guard let sharedSection, largest > self.communication.maximumInboundPayload else { continue }
+            throw JSONShapeError(
+                path: sharedSection.path.appending(definition.name),
+                reason: "its advertisements reach \(largest) bytes (maxDataBytes, maxValueBytes and 4096 for the rest), more than "
+                    + "communication.maxInboundPayload (\(self.communication.maximumInboundPayload)); lower maxDataBytes or raise the limit")
+        }
         devices = try document.optional("devices")
 
         let logging = try document.optional("logging")
@@ -231,7 +243,7 @@ public struct Configuration: Sendable {
     ) throws(JSONShapeError) -> CommunicationOptions {
         try section.allowOnly([
             "brokerUrl", "namespace", "shouldEnableCrossNamespacing", "username", "password", "passwordFile", "tls",
-            "keepAlive", "reconnect",
+            "keepAlive", "reconnect", "maxInboundPayload",
         ])
         let urlCursor = try section.required("brokerUrl")
         let urlText = try urlCursor.string()
@@ -284,6 +296,10 @@ public struct Configuration: Sendable {
         }
         if let keepAlive = try section.optional("keepAlive") {
             options.keepAlive = .seconds(try keepAlive.integer(in: 5...65535))
+        }
+        if let maximum = try section.optional("maxInboundPayload") {
+            // Bytes; from a size that still holds an identity or IO node advertisement to MQTT's largest payload.
+            options.maximumInboundPayload = try maximum.integer(in: 1024...MQTTConnectOptions.maximumPayload)
         }
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])

@@ -309,7 +309,7 @@ final class InterruptingTransport: MQTTTransport, Sendable {
 
     var connectionEvents: AsyncStream<MQTTConnectionEvent> { inner.connectionEvents }
 
-    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
+    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void) {
         inner.connect(options, executor: executor, onMessage: handler)
     }
 

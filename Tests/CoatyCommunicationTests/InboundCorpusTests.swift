@@ -19,6 +19,7 @@ import Testing
         let statistics = harness.manager.statistics
         #expect(statistics.messagesReceived > 40)
         #expect(statistics.messagesRejected >= 3)
+        #expect(statistics.messagesOversized == 1)
         #expect(statistics.ioValuesReceived >= 1)
         // Discovers of the identity and nodes were answered.
         #expect(harness.published > 0)

@@ -18,6 +18,29 @@ import Testing
         #expect(table.sources.isEmpty && table.actorsByRoute.isEmpty)
     }
 
+    /// Any agent can send Associates: an own actor keeps at most `maximumAssociations` sources (each on a route it
+    /// subscribes), an own source at most as many actors; more are refused without changing anything.
+    @Test func associationsPerOwnPointAreBounded() {
+        let maximum = IoRoutingTable.maximumAssociations
+        var table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1"])
+        for index in 0..<maximum {
+            let effects = table.apply(associate("foreign-\(index)", "a1", "coaty/3/-/IOV/foreign-\(index)"))
+            #expect(!effects.isRefused && effects.subscribeRoutes.count == 1)
+        }
+        let refused = table.apply(associate("foreign-\(maximum)", "a1", "coaty/3/-/IOV/foreign-\(maximum)"))
+        #expect(refused == IoRoutingTable.Effects(isRefused: true))
+        #expect(table.actorsByRoute.count == maximum)
+        // A known pair may still move to another route, and a disassociation frees a place.
+        #expect(!table.apply(associate("foreign-0", "a1", "coaty/3/-/IOV/moved")).isRefused)
+        #expect(table.actorsByRoute.count == maximum)
+        _ = table.apply(associate("foreign-1", "a1", nil))
+        #expect(!table.apply(associate("foreign-\(maximum)", "a1", "coaty/3/-/IOV/foreign-\(maximum)")).isRefused)
+
+        for index in 0..<maximum { _ = table.apply(associate("s1", "actor-\(index)", route1)) }
+        #expect(table.apply(associate("s1", "actor-\(maximum)", route1)).isRefused)
+        #expect(table.sources["s1"]?.actorIds.count == maximum)
+    }
+
     @Test func ownSourceAssociationTracksActorsAndTheLastRate() {
         var table = IoRoutingTable(sourceIds: ["s1"], actorIds: [])
         var effects = table.apply(associate("s1", "a1", route1, rate: 100))

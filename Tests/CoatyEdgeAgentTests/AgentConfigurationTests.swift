@@ -1,3 +1,5 @@
+import CoatyCommunication
+import CoatyIORouting
 import CoatyJSON
 import CoatyRuntime
 import Foundation
@@ -65,6 +67,13 @@ import Testing
 
     static let base = #""communication": {"brokerUrl": "mqtt://127.0.0.1"}"#
 
+    @Test func routerNodeLimit() throws {
+        let configured = try load(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 20}}}"#)
+        #expect(configured.routers.first?.nodeLimit == RetentionLimit(maximumCount: 20, maximumBytes: IoRouter.defaultNodeLimit.maximumBytes))
+        let defaulted = try load(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}}}}"#)
+        #expect(defaulted.routers.first?.nodeLimit == IoRouter.defaultNodeLimit)
+    }
+
     @Test func errorsNameFilePathAndReason() throws {
         func reason(_ json: String, files: [String: String] = [:]) -> String {
             do {
@@ -86,6 +95,8 @@ import Testing
             #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "rules"}}}"#,
             files: ["rules/bad.json": #"{"rules": [{"name": "x", "valueType": "*", "condition": {"nope": []}}]}"#])
         #expect(broken.contains("bad.json: $.rules[0].condition.nope: "), "\(broken)")
+        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 0}}}"#)
+            == "$.controllers.r.maxNodes: 0 is out of range 1...65536")
         #expect(reason(#"{\#(Self.base), "controllers": {"c": {"type": "console", "x": 1}}}"#)
             == #"$.controllers.c.x: unknown member "x" (known: "type")"#)
         #expect(reason(#"{\#(Self.base), "devices": {"outputs": [{"driver": "gpio-output", "ioActor": "nobody", "chip": "gpiochip0", "line": 1}]}}"#)

@@ -197,13 +197,13 @@ import Testing
         #expect(published["coaty_edge_values_dropped_total\(source)"] != nil, "\(published)")
         #expect(published["coaty_edge_sensor_errors_total{sensor=\"TMP102 at 0x48 on /dev/i2c-1\"}"] == 0, "\(published)")
         #expect(published["coaty_edge_reconnects_total"] == 0, "\(published)")
-        #expect(published["coaty_edge_messages_rejected_total"] == 0, "\(published)")
+        #expect(published["coaty_edge_messages_rejected_total{reason=\"malformed\"}"] == 0, "\(published)")
         let malformed = try await Command(
             "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "coaty/3/-/DSC/intruder/1", "-m", "{not json"
         ).run(timeout: .seconds(20))
         #expect(malformed.status == 0, "\(malformed.errors)")
         try await waitUntil("the rejected counter to count the malformed message") {
-            try await scrape(port: metricsPort)["coaty_edge_messages_rejected_total"] == 1
+            try await scrape(port: metricsPort)["coaty_edge_messages_rejected_total{reason=\"malformed\"}"] == 1
         }
 
         let stopped = try await sensors.stop(with: SIGTERM, within: .seconds(20))

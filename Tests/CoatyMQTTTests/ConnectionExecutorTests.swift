@@ -18,8 +18,9 @@ import Testing
             var options = broker.connectOptions(clientId: clientId)
             adjust(&options)
             try transport.subscribe("to-\(clientId)")
-            try transport.connect(options, executor: executor) { [weak self] message in
+            try transport.connect(options, executor: executor) { [weak self] inbound in
                 self?.callbackThreads.withLock { _ = $0.insert(currentThread()) }
+                guard case .message(let message) = inbound else { return }
                 self?.messages.withLock { $0.append(message) }
             }
             for await event in transport.connectionEvents where event == .connected { break }

@@ -22,7 +22,7 @@ import Testing
           },
           "communication": {
             "brokerUrl": "mqtt://192.168.1.5:1884", "namespace": "greenhouse", "shouldEnableCrossNamespacing": true,
-            "username": "pi", "password": "secret", "keepAlive": 30,
+            "username": "pi", "password": "secret", "keepAlive": 30, "maxInboundPayload": 65536,
             "reconnect": {"minDelay": 0.5, "maxDelay": 60, "maxAttempts": 12}
           },
           "controllers": {"Router": {"ioContext": {"name": "TemperatureMeasurement"}}},
@@ -50,6 +50,7 @@ import Testing
         #expect(communication.shouldEnableCrossNamespacing)
         #expect(communication.username == "pi" && communication.password == "secret")
         #expect(communication.keepAlive == .seconds(30))
+        #expect(communication.maximumInboundPayload == 65536)
         #expect(communication.reconnect.minimumDelay == .milliseconds(500))
         #expect(communication.reconnect.maximumDelay == .seconds(60))
         #expect(communication.reconnect.maximumAttempts == 12)
@@ -65,6 +66,7 @@ import Testing
         #expect(configuration.communication.port == 1883)
         #expect(configuration.communication.namespace == "-")
         #expect(configuration.communication.keepAlive == .seconds(60))
+        #expect(configuration.communication.maximumInboundPayload == 256 * 1024)
         #expect(configuration.ioNodes.isEmpty)
         #expect(configuration.metrics == nil)
     }
@@ -83,6 +85,12 @@ import Testing
         (#"{"communication": {"brokerUrl": "mqtts://h"}}"#, #"m.json: $.communication: an mqtts:// broker needs "tls""#),
         (#"{"communication": {"brokerUrl": "mqtt://h", "namespace": "a/b"}}"#, "m.json: $.communication.namespace: namespace must be"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1}}"#, "m.json: $.communication.keepAlive: 1 is out of range 5...65535"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 100}}"#,
+         "m.json: $.communication.maxInboundPayload: 100 is out of range 1024...268435455"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 65536}, "sharedObjects": {"s": {}}}"#,
+         "m.json: $.sharedObjects.s: its advertisements reach 151552 bytes"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": "256k"}}"#,
+         "m.json: $.communication.maxInboundPayload: expected an integer, found string"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "reconnect": {"minDelay": 5, "maxDelay": 1}}}"#, #"m.json: $.communication.reconnect: "maxDelay" must not be less"#),
         (#"{"communication": {"brokerUrl": "mqtt://h", "password": "a", "passwordFile": "b"}}"#, "m.json: $.communication: give either"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "tls": {"caFile": "ca.pem", "certFile": "c.pem"}}}"#, #"m.json: $.communication.tls: "certFile" and "keyFile" go together"#),

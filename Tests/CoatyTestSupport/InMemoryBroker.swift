@@ -138,9 +138,13 @@ public final class InMemoryTransport: MQTTTransport, Sendable {
     }
 
     public func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) {
-        connection.withLock { $0 = (options, handler) }
+        let limit = options.maximumInboundPayload
+        let deliver: @Sendable (MQTTMessage) -> Void = { message in
+            handler(message.payload.count > limit ? .oversized(topic: message.topic, size: message.payload.count) : .message(message))
+        }
+        connection.withLock { $0 = (options, deliver) }
         retry()
     }
 

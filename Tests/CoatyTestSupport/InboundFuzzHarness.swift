@@ -19,7 +19,8 @@ public final class InboundFuzzHarness: Sendable {
         self.transport = transport
         manager = CommunicationManager(
             identity: Identity(objectId: "00000000-0000-4000-8000-000000000001", name: "fuzz"),
-            options: CommunicationOptions(),
+            // Below the fuzzer's input size (4096 bytes), so that it reaches the oversized path too; above every seed.
+            options: CommunicationOptions(maximumInboundPayload: 3072),
             ioNodes: [
                 IoNodeDefinition(
                     contextName: "ctx",
@@ -80,7 +81,8 @@ final class CapturingTransport: MQTTTransport, Sendable {
     /// A struct, not a tuple: a closure in a tuple kept in a generic container is re-wrapped in reabstraction
     /// thunks each time the tuple is written back, until calling it exhausts the stack.
     private struct State {
-        var handler: (@Sendable (MQTTMessage) -> Void)?
+        var handler: (@Sendable (MQTTInbound) -> Void)?
+        var maximumInboundPayload = MQTTConnectOptions.maximumPayload
         var published = 0
     }
 
@@ -90,13 +92,19 @@ final class CapturingTransport: MQTTTransport, Sendable {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
     }
 
-    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTMessage) -> Void) {
-        state.withLock { $0.handler = handler }
+    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void) {
+        state.withLock { state in
+            state.handler = handler
+            state.maximumInboundPayload = options.maximumInboundPayload
+        }
         events.yield(.connected)
     }
 
+    /// As the real transport does: a payload over the limit is reported by its size only.
     func deliver(_ message: MQTTMessage) {
-        state.withLock { $0.handler }?(message)
+        let (handler, limit) = state.withLock { ($0.handler, $0.maximumInboundPayload) }
+        let size = message.payload.count
+        handler?(size > limit ? .oversized(topic: message.topic, size: size) : .message(message))
     }
 
     var publishedCount: Int { state.withLock { $0.published } }

@@ -1,3 +1,4 @@
+import CoatyCommunication
 import CoatyTestSupport
 import Foundation
 import Testing
@@ -51,6 +52,12 @@ private struct Broker {
         try await Command(
             ["mosquitto_pub"] + clientArguments(login, host: host, tls: tls) + ["-q", "1", "-t", topic, "-m", message]
         ).run(timeout: .seconds(20))
+    }
+
+    /// `publish` of the contents of `file` (a command-line argument holds at most 128 KiB).
+    func publish(_ topic: String, file: URL, as login: Login?) async throws -> CommandResult {
+        try await Command(["mosquitto_pub"] + clientArguments(login) + ["-q", "1", "-t", topic, "-f", file.path])
+            .run(timeout: .seconds(20))
     }
 
     /// Subscribes and returns once the broker acknowledged the subscription; the subscriber ends by itself after
@@ -163,6 +170,32 @@ struct BrokerAccessTests {
             #expect(!result.succeeded)
             #expect(result.errors.contains("not authorised"), "\(login?.user ?? "anonymous"): \(result.errors)")
         }
+    }
+
+    /// Both shipped configurations limit payloads to the agents' default `maxInboundPayload`: the broker drops a larger
+    /// one (the publisher stays connected and what follows is delivered), and disconnects a publisher whose packet is
+    /// over the hard ceiling of 1 MiB before reading it.
+    @Test("the broker drops payloads over the agents' limit and refuses huge packets")
+    func payloadSizeLimit() async throws {
+        let limit = CommunicationOptions.defaultMaximumInboundPayload
+        for configuration in ["mosquitto/coaty-edge.conf", "mosquitto/coaty-edge-tls.conf"] {
+            let text = try String(contentsOfFile: Deploy.path(configuration), encoding: .utf8)
+            #expect(text.contains("\nmessage_size_limit \(limit)\n"), "\(configuration)")
+            #expect(text.contains("\nmax_packet_size 1048576\n"), "\(configuration)")
+        }
+        let broker = try await startBroker()
+        let atLimit = try root.write(String(repeating: "a", count: limit), to: "at-limit.txt")
+        let overLimit = try root.write(String(repeating: "b", count: limit + 1), to: "over-limit.txt")
+        let huge = try root.write(String(repeating: "c", count: 2 * 1024 * 1024), to: "huge.txt")
+        let subscriber = try await broker.subscribe(["coaty/3/A/IOV/+"], as: agentA, count: 2)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: overLimit, as: agentA).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: atLimit, as: agentA).succeeded)
+        let refused = try await broker.publish("coaty/3/A/IOV/source-1", file: huge, as: agentA)
+        #expect(!refused.succeeded)
+        try await broker.process.line(containing: "disconnected due to oversize packet", onErrors: true)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
+        let received = try await Broker.received(by: subscriber)
+        #expect(received.map(\.count) == ["coaty/3/A/IOV/source-1 ".count + limit, "coaty/3/A/IOV/source-1 21.5".count])
     }
 
     /// Coaty registers the agent's Deadvertise as its MQTT last will. When a connection breaks, the broker sends the

@@ -22,8 +22,12 @@ public final class TestClient: Sendable {
         transport = try MosquittoTransport()
         clientId = options.clientId
         try transport.subscribe(syncTopic)
-        try transport.connect(options, executor: nil) { [inbox] message in
+        try transport.connect(options, executor: nil) { [inbox] inbound in
             inbox.update { inbox in
+                guard case .message(let message) = inbound else {
+                    inbox.oversized.append(inbound)
+                    return
+                }
                 if message.topic.hasPrefix(Self.syncTopicPrefix) {
                     inbox.probes.insert(String(decoding: message.payload, as: UTF8.self))
                 } else {
@@ -90,6 +94,13 @@ public final class TestClient: Sendable {
         }
     }
 
+    /// The next message the transport dropped for its size (`MQTTInbound.oversized`).
+    public func nextOversized(timeout: Duration = .seconds(10)) async throws -> MQTTInbound {
+        try await inbox.take("an oversized message", timeout: timeout) { inbox in
+            inbox.oversized.isEmpty ? nil : inbox.oversized.removeFirst()
+        }
+    }
+
     /// Takes the events up to and including the first `event`.
     public func events(through event: MQTTConnectionEvent, timeout: Duration = .seconds(10)) async throws
         -> [MQTTConnectionEvent]
@@ -117,6 +128,7 @@ public final class TestClient: Sendable {
 private final class Inbox: Sendable {
     struct Content {
         var messages: [MQTTMessage] = []
+        var oversized: [MQTTInbound] = []
         var events: [MQTTConnectionEvent] = []
         var probes: Set<String> = []
         var eventsEnded = false
