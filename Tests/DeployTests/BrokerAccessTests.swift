@@ -187,13 +187,14 @@ struct BrokerAccessTests {
         let atLimit = try root.write(String(repeating: "a", count: limit), to: "at-limit.txt")
         let overLimit = try root.write(String(repeating: "b", count: limit + 1), to: "over-limit.txt")
         let huge = try root.write(String(repeating: "c", count: 2 * 1024 * 1024), to: "huge.txt")
+        // The publisher has a login of its own: a second connection with the subscriber's would displace it.
         let subscriber = try await broker.subscribe(["coaty/3/A/IOV/+"], as: agentA, count: 2)
-        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: overLimit, as: agentA).succeeded)
-        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: atLimit, as: agentA).succeeded)
-        let refused = try await broker.publish("coaty/3/A/IOV/source-1", file: huge, as: agentA)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: overLimit, as: agentA2).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", file: atLimit, as: agentA2).succeeded)
+        let refused = try await broker.publish("coaty/3/A/IOV/source-1", file: huge, as: agentA2)
         #expect(!refused.succeeded)
         try await broker.process.line(containing: "disconnected due to oversize packet", onErrors: true)
-        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
+        #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA2).succeeded)
         let received = try await Broker.received(by: subscriber)
         #expect(received.map(\.count) == ["coaty/3/A/IOV/source-1 ".count + limit, "coaty/3/A/IOV/source-1 21.5".count])
     }
