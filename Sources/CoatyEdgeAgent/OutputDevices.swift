@@ -118,7 +118,7 @@ final class OutputDevices: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask {
                 for await value in self.actors.values(of: wiring.actor) {
-                    guard case .json(let json) = value else { continue }
+                    let json = Self.json(of: value)
                     self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) }
                 }
             }
@@ -172,6 +172,16 @@ final class OutputDevices: Sendable {
                     }
                 }
             }
+        }
+    }
+
+    /// A routed value as the output reads it. A raw actor receives bytes (Coaty hands a raw actor any payload):
+    /// JSON text (`true`, `1`, `"on"`, `62.5`) is read as JSON, anything else as a string (`on`), which the output
+    /// ignores unless it is one of its words.
+    static func json(of value: IoValue) -> JSONValue {
+        switch value {
+        case .json(let json): json
+        case .raw(let bytes): (try? JSONValue(parsing: bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
         }
     }
 

@@ -20,6 +20,9 @@ final class SourceDevices: Sendable {
     /// input publishes only on a change, so a source that becomes associated sends its latest value at once. Sources
     /// of a failing device have none: that value would be stale.
     private let latest = Mutex<[String: LatestValue]>([:])
+    /// The sources with `useRawIoValues`: their values go out as the UTF-8 bytes of the value's JSON text (`21.5`,
+    /// `true`), the same bytes a JSON source sends, so that raw actors (Coaty JS ones too) can take them. Set by `run`.
+    private let rawSourceIds = Mutex<Set<String>>([])
 
     private struct LatestValue {
         var value: JSONValue
@@ -51,6 +54,7 @@ final class SourceDevices: Sendable {
     /// Polls, watches and publishes until cancelled.
     func run(sources sourcesById: [String: IoSource], logger: Logger) async {
         let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
+        rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
         await withDiscardingTaskGroup { group in
             for device in devices.sensors {
                 group.addTask { await self.poll(device, logger: logger) }
@@ -130,9 +134,13 @@ final class SourceDevices: Sendable {
     /// value sent on association can never overtake a newer reading.
     private func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
         try latest.withLock { latest throws(CoatyError) in
-            let isSent = try sources.publish(.json(value), from: sourceId)
+            let isSent = try sources.publish(ioValue(value, from: sourceId), from: sourceId)
             latest[sourceId] = LatestValue(value: value, isSent: isSent)
         }
+    }
+
+    private func ioValue(_ value: JSONValue, from sourceId: String) -> IoValue {
+        rawSourceIds.withLock { $0.contains(sourceId) } ? .raw(value.serializedBytes()) : .json(value)
     }
 
     private func forgetLatest(of sourceIds: [String]) {
@@ -151,7 +159,7 @@ final class SourceDevices: Sendable {
                     if !isAssociated {
                         entry.isSent = false
                     } else if !entry.isSent {
-                        entry.isSent = try sources.publish(.json(entry.value), from: source.objectId)
+                        entry.isSent = try sources.publish(ioValue(entry.value, from: source.objectId), from: source.objectId)
                     }
                     latest[source.objectId] = entry
                 }

@@ -79,7 +79,8 @@ public final class IoActorController: Controller {
 
     public func onInit(_ context: ControllerContext) async throws {
         let entries = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors).map { actor in
-            ActorEntry(actor: actor, check: valueTypes.check(of: actor.valueType), logger: context.logger)
+            // A raw actor takes any payload, as in Coaty JS: the value type's check is for JSON values.
+            ActorEntry(actor: actor, check: actor.useRawIoValues ? nil : valueTypes.check(of: actor.valueType), logger: context.logger)
         }
         actors.withLock { actors in
             for entry in entries { actors[entry.actor.objectId] = entry }
