@@ -1,21 +1,28 @@
 import CoatyTestSupport
 import Dispatch
 
-/// libFuzzer entry: every input goes through the agent's inbound path; a crash or a hang is a bug.
-nonisolated(unsafe) private let harness: InboundFuzzHarness = {
-    let harness = InboundFuzzHarness()
+/// libFuzzer entry: every input goes through the inbound path, the rules and router evaluation or the actor/output
+/// path, as its first line selects (see `FuzzHarness`); a crash or a hang is a bug.
+private let harness: FuzzHarness = {
+    FuzzHarness.silenceLogging()
     // libFuzzer calls in on the main thread, outside Swift concurrency, so it may block here.
-    let online = DispatchSemaphore(value: 0)
+    let ready = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var made: FuzzHarness?
     Task {
-        await harness.waitUntilOnline()
-        online.signal()
+        do {
+            made = try await FuzzHarness.make()
+        } catch {
+            fatalError("cannot start the fuzz harness: \(error)")
+        }
+        ready.signal()
     }
-    online.wait()
-    return harness
+    ready.wait()
+    guard let made else { fatalError("the fuzz harness did not start") }
+    return made
 }()
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzInbound(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     harness.feed(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }
