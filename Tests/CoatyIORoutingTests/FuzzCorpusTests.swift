@@ -4,7 +4,7 @@ import Testing
 
 /// The fuzzer's seeds for the rules and router evaluation and for the actor/output path, replayed on every test
 /// run (InboundCorpusTests replays the inbound ones): none may crash or break what the harness checks.
-@Suite struct FuzzCorpusTests {
+@Suite(.timeLimit(.minutes(1))) struct FuzzCorpusTests {
     static let corpus = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Tests/Fuzz/corpus")
@@ -28,6 +28,7 @@ import Testing
         #expect(statistics.pairsEvaluated >= 10)
         #expect(statistics.pairsAssociated >= 3)
         #expect(statistics.pairsAssociated < statistics.pairsEvaluated)
+        #expect(statistics.conditionsFailed >= 1)
     }
 
     @Test func outputSeedsGoThroughTheActorControllerIntoTheOutputLogic() async throws {

@@ -74,6 +74,8 @@ public final class RoutingFuzzHarness: Sendable {
                             actorNode: actorNode.jsonValue, context: context.jsonValue, shared: shared)
                         statistics.pairsEvaluated += 1
                         statistics.conditionsFailed += match.failures.count
+                        // The router logs each failure.
+                        precondition(match.failures.allSatisfy { !$0.description.isEmpty }, "a rule failure without a message")
                         if let rule = match.rule?.name {
                             precondition(names.contains(rule), "a pair matched a rule that was not loaded")
                             statistics.pairsAssociated += 1
