@@ -50,11 +50,12 @@ public struct PlausibleRange: Sendable, Hashable, CustomStringConvertible {
         "\(Self.format(bounds.lowerBound))...\(Self.format(bounds.upperBound))"
     }
 
-    /// A whole number without a fraction or exponent (9223372036854776, not 9.223372036854776e+15), others as
-    /// Swift prints them.
+    /// For messages: at most three decimals (1100.024, not 1100.0235188898673), and a whole number without a
+    /// fraction or exponent (9223372036854776, not 9.223372036854776e+15).
     static func format(_ value: Double) -> String {
-        if value == value.rounded(), abs(value) < 1e18 { return String(Int64(value)) }
-        return "\(value)"
+        let rounded = abs(value) < 1e15 ? (value * 1000).rounded() / 1000 : value
+        if rounded == rounded.rounded(), abs(rounded) < 1e18 { return String(Int64(rounded)) }
+        return "\(rounded)"
     }
 }
 

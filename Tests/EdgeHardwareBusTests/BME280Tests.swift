@@ -83,8 +83,12 @@ import Testing
         }
         #expect(measurement.quantity == quantity && found == range)
         #expect(abs(measurement.value - (quantity == .temperature ? temperature : pressure)) < 0.03)
-        #expect(error?.description.hasPrefix("implausible reading ") == true)
-        #expect(error?.description.hasSuffix(" \(quantity.unit) (range \(range))") == true)
+        // The message shows the reading with at most three decimals.
+        let text = error?.description ?? ""
+        let shown = text.dropFirst("implausible reading ".count).prefix { $0 != " " }
+        #expect(text == "implausible reading \(shown) \(quantity.unit) (range \(range))")
+        #expect(abs((Double(String(shown)) ?? .nan) - measurement.value) <= 0.0005)
+        #expect((shown.split(separator: ".").dropFirst().first?.count ?? 0) <= 3)
     }
 
     @Test func followsTheChipAcrossReads() async throws {
