@@ -9,8 +9,8 @@ public struct ThermalZone: Sensor {
     public let sysfsRoot: String
     private let queue: DispatchQueue
 
-    /// The range for SoC and board zones: below -40 °C no board runs, and every SoC has shut itself down
-    /// well before 150 °C. A zone reads a placeholder such as INT64_MAX or -274000 when its driver has no value.
+    /// SoC and board zones: below -40 °C no board runs, and SoCs shut themselves down well before 150 °C. The
+    /// kernel's "no temperature" value (-274000) and garbage such as INT64_MAX fall outside.
     public static let temperatureRange = PlausibleRange(.temperature, -40...150)
 
     /// Reads the zone's `type` for its label; the temperature is read by `read()`.

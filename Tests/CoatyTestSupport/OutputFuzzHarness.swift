@@ -35,8 +35,10 @@ public final class OutputFuzzHarness: Sendable {
     private let counts = Mutex(Statistics())
 
     /// One actor per kind of value check, each associated on a route of its own.
-    private static let temperatureActor = IoActor(objectId: "fuzz-temperature", name: "fan", valueType: EdgeValueType.temperature)
-    private static let switchActor = IoActor(objectId: "fuzz-switch", name: "relay", valueType: EdgeValueType.switchState)
+    private static let temperatureActor = IoActor(
+        objectId: "fuzz-temperature", name: "fan", valueType: EdgeValueType.temperature)
+    private static let switchActor = IoActor(
+        objectId: "fuzz-switch", name: "relay", valueType: EdgeValueType.switchState)
     private static let uncheckedActor = IoActor(objectId: "fuzz-unchecked", name: "any", valueType: "coaty-edge.Fuzz")
     private static let actorList = [temperatureActor, switchActor, uncheckedActor]
 
@@ -60,8 +62,11 @@ public final class OutputFuzzHarness: Sendable {
         container.start()
         for await state in container.communicationManager.communicationStates() where state == .online { break }
         for actor in actorList {
-            let associate = #"{"ioSourceId":"source-\#(actor.objectId)","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route(of: actor))"}"#
-            transport.deliver(MQTTMessage(topic: "coaty/3/-/ASC:ctx/fuzz-router", payload: Array(associate.utf8)))
+            let associate: JSONValue = [
+                "ioSourceId": .string("source-\(actor.objectId)"), "ioActorId": .string(actor.objectId),
+                "associatingRoute": .string(route(of: actor)),
+            ]
+            transport.deliver(MQTTMessage(topic: "coaty/3/-/ASC:ctx/fuzz-router", payload: associate.serializedBytes()))
         }
         // The controller takes values once its handler is registered, which it does before it follows associations.
         for actor in actorList {
@@ -91,9 +96,10 @@ public final class OutputFuzzHarness: Sendable {
         for line in lines {
             let before = logic.state
             if line.starts(with: Array("shared ".utf8)) {
-                guard let data = try? JSONValue(parsing: line.dropFirst(7)), let objects = data.objectValue else { continue }
+                guard let objects = (try? JSONValue(parsing: line.dropFirst(7)))?.objectValue else { continue }
                 for member in objects { shared[member.key] = member.value.objectValue }
-                guard case .sharedHysteresis(let thresholds) = logic.control, let hysteresis = thresholds.hysteresis(shared)
+                guard case .sharedHysteresis(let thresholds) = logic.control,
+                    let hysteresis = thresholds.hysteresis(shared)
                 else { continue }
                 if let state = logic.retune(hysteresis) {
                     precondition(state == logic.state, "retune returned another state than it keeps")
@@ -109,7 +115,7 @@ public final class OutputFuzzHarness: Sendable {
             } else {
                 let unchecked = line.first == UInt8(ascii: "~")
                 let actor =
-                    unchecked ? Self.uncheckedActor : logic.hysteresis == nil && logic.control == .switching ? Self.switchActor : Self.temperatureActor
+                    unchecked ? Self.uncheckedActor : logic.control == .switching ? Self.switchActor : Self.temperatureActor
                 guard let value = deliver(Array(unchecked ? line.dropFirst() : line), to: actor) else {
                     statistics.valuesRejectedByType += 1
                     continue
@@ -162,7 +168,8 @@ public final class OutputFuzzHarness: Sendable {
                 hysteresis.onWhenHigh
                 ? (number > hysteresis.on ? true : number < hysteresis.off ? false : nil)
                 : (number < hysteresis.on ? true : number > hysteresis.off ? false : nil)
-            precondition(state == (expected ?? before), "hysteresis \(hysteresis) gave \(state) for \(number) from \(before)")
+            precondition(
+                state == (expected ?? before), "hysteresis \(hysteresis) gave \(state) for \(number) from \(before)")
         default:
             preconditionFailure("a hysteresis output took \(value)")
         }
