@@ -38,6 +38,11 @@ public final class RoutingFuzzHarness: Sendable {
     }
 
     deinit {
+        removeFiles()
+    }
+
+    /// Removes the temporary rule file and its directory; for a process that exits without releasing the harness.
+    public func removeFiles() {
         unlink(ruleFile)
         rmdir(String(ruleFile.dropLast("/rules.json".count)))
     }
