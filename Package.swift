@@ -102,7 +102,10 @@ let package = Package(
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(
             name: "CoatyTestSupport",
-            dependencies: ["CoatyCommunication", "CoatySharedObjects", "EdgeEmulation", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CoatyCommunication", "CoatySharedObjects", "CoatyIORouting", "EdgeHardware", "EdgeEmulation",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/CoatyTestSupport"),
         .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
 
@@ -135,10 +138,11 @@ let package = Package(
     ]
 )
 
-// The libFuzzer target for the inbound path; see Tests/Fuzz/run. It has no main, so it exists only when asked for.
+// The libFuzzer target for the inbound path, the rules and router evaluation and the actor/output path; see
+// Tests/Fuzz/run. It has no main, so it exists only when asked for.
 if Context.environment["COATY_EDGE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(
-            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Tests/Fuzz", exclude: ["corpus", "run"],
+            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Tests/Fuzz", exclude: ["corpus", "run", "fuzz.dict"],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
 }

@@ -77,7 +77,7 @@ final class SourceDevices: Sendable {
         let read = Dictionary(device.sources.map {
             ($0.ioSourceId, Counter(label: "coaty_edge_values_read_total", dimensions: [("source", $0.ioSourceId)]))
         }, uniquingKeysWith: { first, _ in first })
-        // Counts failures (a sensor that stops answering), not the retries while it keeps failing.
+        // Counts failures (a sensor that stops answering, or then fails for another reason), not the retries that fail alike.
         let errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", sensor.label)])
         for await event in poller {
             switch event {

@@ -31,6 +31,11 @@ public final class BME280: Sensor {
         static let controlMeasurement: UInt8 = 0xF4
         static let data: UInt8 = 0xF7  // 8 bytes: pressure, temperature (20 bit each), humidity (16 bit)
     }
+    /// The datasheet's operating ranges. The compensation formulas give far more from a corrupt raw value (an
+    /// all-ones raw temperature reads near 190 °C with a typical calibration), and nothing limits the pressure formula.
+    public static let temperatureRange = PlausibleRange(.temperature, -40...85)
+    public static let humidityRange = PlausibleRange(.humidity, 0...100)
+    public static let pressureRange = PlausibleRange(.pressure, 300...1100)
     static let measuringBit: UInt8 = 0x08
     static let forcedMode: UInt8 = 0x01
     /// What a skipped or not yet measured quantity reads.
@@ -97,8 +102,8 @@ public final class BME280: Sensor {
         }
         let humidity = Self.compensateHumidity(adc: humidityADC, fineTemperature: temperature.fine, calibration)
         return [
-            Measurement(.temperature, temperature.celsius), Measurement(.humidity, humidity),
-            Measurement(.pressure, pressure / 100),
+            try Self.temperatureRange.measurement(temperature.celsius), try Self.humidityRange.measurement(humidity),
+            try Self.pressureRange.measurement(pressure / 100),
         ]
     }
 

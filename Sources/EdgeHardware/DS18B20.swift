@@ -12,7 +12,7 @@ public struct DS18B20: Sensor {
     private let queue: DispatchQueue
 
     /// The range the datasheet specifies; anything outside is a bus error, not a temperature.
-    static let validRange: ClosedRange<Double> = -55...125
+    public static let temperatureRange = PlausibleRange(.temperature, -55...125)
 
     public init(deviceId: String, sysfsRoot: String = "/sys") {
         self.deviceId = deviceId
@@ -27,7 +27,7 @@ public struct DS18B20: Sensor {
     public func read() async throws(SensorError) -> [Measurement] {
         let path = Self.devicesDirectory(sysfsRoot) + "/" + deviceId + "/w1_slave"
         let text = try await SysfsFile.contents(of: path, on: queue)
-        return [Measurement(.temperature, try Self.temperature(fromSlaveFile: text, path: path))]
+        return [try Self.temperatureRange.measurement(try Self.temperature(fromSlaveFile: text, path: path))]
     }
 
     /// The ids of the DS18B20 devices the kernel has found, sorted; empty when there is no 1-Wire bus.
@@ -73,14 +73,11 @@ public struct DS18B20: Sensor {
             throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
         }
         // The scratchpad holds 85 °C after power-on until the first conversion completes; a device that
-        // lost power mid-read shows it too.
+        // lost power mid-read shows it too. A real 85.000 °C reads the same and is taken for it: the next read,
+        // after the backoff, gets the measurement.
         guard millidegrees != 85_000 else {
             throw SensorError.invalidReading("\(path) holds the power-on value 85 °C, not a measurement")
         }
-        let celsius = Double(millidegrees) / 1000
-        guard validRange.contains(celsius) else {
-            throw SensorError.invalidReading("\(path) holds \(celsius) °C, outside the DS18B20 range -55...125 °C")
-        }
-        return celsius
+        return Double(millidegrees) / 1000
     }
 }

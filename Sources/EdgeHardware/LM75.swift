@@ -19,6 +19,8 @@ public struct LM75: Sensor {
     public let variant: Variant
 
     static let temperatureRegister: UInt8 = 0x00
+    /// The datasheets' operating range (LM75 and LM75A alike); the registers show up to +127.5 or +127.875 °C.
+    public static let temperatureRange = PlausibleRange(.temperature, -55...125)
 
     public init(bus: I2CBus, address: UInt8 = 0x48, variant: Variant) {
         device = I2CDevice(bus: bus, address: address)
@@ -30,7 +32,7 @@ public struct LM75: Sensor {
 
     public func read() async throws(SensorError) -> [Measurement] {
         let raw = try device.readBigEndianWord(register: Self.temperatureRegister)
-        return [Measurement(.temperature, Self.celsius(temperatureRegister: raw, variant: variant))]
+        return [try Self.temperatureRange.measurement(Self.celsius(temperatureRegister: raw, variant: variant))]
     }
 
     /// Decodes the temperature register: left-aligned two's complement, 9 or 11 bits.

@@ -16,6 +16,10 @@ public final class MCP9808: Sensor {
     }
     static let manufacturerId: UInt16 = 0x0054
     static let deviceId: UInt8 = 0x04
+    /// The datasheet's operating range, which is also its absolute maximum with power applied. The register shows
+    /// -256...+255.9375 °C, but a chip beyond its absolute maximum is out of its rating and its reading is not to be
+    /// trusted (nor, most likely, the circuit it should protect), so a value there is a read error.
+    public static let temperatureRange = PlausibleRange(.temperature, -40...125)
 
     public init(bus: I2CBus, address: UInt8 = 0x18) {
         device = I2CDevice(bus: bus, address: address)
@@ -31,7 +35,7 @@ public final class MCP9808: Sensor {
                 identified.withLock { $0 = true }
             }
             let raw = try device.readBigEndianWord(register: Register.ambientTemperature)
-            return [Measurement(.temperature, Self.celsius(ambientTemperatureRegister: raw))]
+            return [try Self.temperatureRange.measurement(Self.celsius(ambientTemperatureRegister: raw))]
         } catch {
             identified.withLock { $0 = false }
             throw error

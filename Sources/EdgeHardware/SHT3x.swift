@@ -26,6 +26,10 @@ public struct SHT3x: Sensor {
     public let device: I2CDevice
     public let repeatability: Repeatability
 
+    /// The datasheet's operating range; the conversion formula spans -45...+130 °C.
+    public static let temperatureRange = PlausibleRange(.temperature, -40...125)
+    public static let humidityRange = PlausibleRange(.humidity, 0...100)
+
     public init(bus: I2CBus, address: UInt8 = 0x44, repeatability: Repeatability = .high) {
         device = I2CDevice(bus: bus, address: address)
         self.repeatability = repeatability
@@ -43,8 +47,8 @@ public struct SHT3x: Sensor {
         let temperature = try word(data, at: 0, "temperature")
         let humidity = try word(data, at: 3, "humidity")
         return [
-            Measurement(.temperature, Self.celsius(rawTemperature: temperature)),
-            Measurement(.humidity, Self.relativeHumidity(rawHumidity: humidity)),
+            try Self.temperatureRange.measurement(Self.celsius(rawTemperature: temperature)),
+            try Self.humidityRange.measurement(Self.relativeHumidity(rawHumidity: humidity)),
         ]
     }
 

@@ -16,6 +16,47 @@ public enum Quantity: String, Sendable, Hashable, CaseIterable {
     case humidity
     /// Hectopascal.
     case pressure
+
+    /// The unit its values are in, for messages.
+    public var unit: String {
+        switch self {
+        case .temperature: "°C"
+        case .humidity: "%RH"
+        case .pressure: "hPa"
+        }
+    }
+}
+
+/// The values a sensor can give for one quantity, from its datasheet. A driver makes each of its measurements
+/// through its range, so that a value outside it (a corrupt register, a sysfs file holding garbage, a chip beyond
+/// its rating) is a read error that is reported and retried like any other, never a published number.
+public struct PlausibleRange: Sendable, Hashable, CustomStringConvertible {
+    public let quantity: Quantity
+    public let bounds: ClosedRange<Double>
+
+    public init(_ quantity: Quantity, _ bounds: ClosedRange<Double>) {
+        self.quantity = quantity
+        self.bounds = bounds
+    }
+
+    /// The measurement of `value`, or `implausibleReading` when it is outside the range (or not a number).
+    public func measurement(_ value: Double) throws(SensorError) -> Measurement {
+        guard bounds.contains(value) else { throw .implausibleReading(Measurement(quantity, value), range: self) }
+        return Measurement(quantity, value)
+    }
+
+    /// "-40...150".
+    public var description: String {
+        "\(Self.format(bounds.lowerBound))...\(Self.format(bounds.upperBound))"
+    }
+
+    /// For messages: at most three decimals (1100.024, not 1100.0235188898673), and a whole number without a
+    /// fraction or exponent (9223372036854776, not 9.223372036854776e+15).
+    static func format(_ value: Double) -> String {
+        let rounded = abs(value) < 1e15 ? (value * 1000).rounded() / 1000 : value
+        if rounded == rounded.rounded(), abs(rounded) < 1e18 { return String(Int64(rounded)) }
+        return "\(rounded)"
+    }
 }
 
 /// A physical sensor: a chip on a bus, a 1-Wire device, a thermal zone.
@@ -40,6 +81,8 @@ public enum SensorError: Error, Sendable, Hashable, CustomStringConvertible {
     case checksumMismatch(String)
     /// The device answered with data that is not a measurement (a power-on value, an out-of-range raw value).
     case invalidReading(String)
+    /// The reading is outside what the sensor can measure (its `PlausibleRange`).
+    case implausibleReading(Measurement, range: PlausibleRange)
 
     public var description: String {
         switch self {
@@ -49,6 +92,8 @@ public enum SensorError: Error, Sendable, Hashable, CustomStringConvertible {
             "wrong chip id 0x\(String(found, radix: 16)), expected 0x\(String(expected, radix: 16))"
         case .checksumMismatch(let detail): "checksum mismatch: \(detail)"
         case .invalidReading(let detail): "invalid reading: \(detail)"
+        case .implausibleReading(let measurement, let range):
+            "implausible reading \(PlausibleRange.format(measurement.value)) \(measurement.quantity.unit) (range \(range))"
         }
     }
 }

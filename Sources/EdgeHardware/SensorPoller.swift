@@ -52,6 +52,8 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
         /// When the next read is due: the first at once.
         private var due: C.Instant
         private var failures = 0
+        /// The error of the latest failed read while failing, so that a different one is reported.
+        private var lastError: SensorError?
 
         init(poller: SensorPoller) {
             self.poller = poller
@@ -82,6 +84,7 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
                 if failures > 0 {
                     pending.append(.recovered(failedAttempts: failures))
                     failures = 0
+                    lastError = nil
                     poller.health.status.withLock { $0 = .ok }
                 }
                 let time = origin.duration(to: now)
@@ -94,7 +97,10 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
                 self.due = next < now ? now : next
             case .failure(let error):
                 failures += 1
-                if failures == 1 { pending.append(.failed(error)) }
+                // A chip that stopped answering and then answers as another part fails for a new reason: the old
+                // one would be stale.
+                if error != lastError { pending.append(.failed(error)) }
+                lastError = error
                 poller.health.status.withLock { [failures] status in
                     if case .failing(let since, _, _) = status {
                         status = .failing(since: since, error: error, attempts: failures)
@@ -132,8 +138,9 @@ extension SensorPoller where C == ContinuousClock {
 public enum SensorEvent: Sendable, Hashable {
     /// A value that came out of the quantity's pipeline, ready to publish.
     case value(Quantity, Double)
-    /// The sensor stopped answering (or never did); it is retried with backoff. Sent once when the failing
-    /// starts; `SensorPoller.status` has the latest error and the number of attempts.
+    /// The sensor stopped answering (or never did), or fails for another reason than it last did; it is retried
+    /// with backoff. Sent when the failing starts and when the reason changes, not for retries that fail alike;
+    /// `SensorPoller.status` has the latest error and the number of attempts.
     case failed(SensorError)
     /// The sensor answers again after `failedAttempts` failed reads in a row.
     case recovered(failedAttempts: Int)

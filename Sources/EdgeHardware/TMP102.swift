@@ -22,6 +22,9 @@ public struct TMP102: Sensor {
     /// EM, bit 4 of the configuration register's second byte.
     static let extendedModeBit: UInt16 = 0x0010
 
+    /// The datasheet's operating range. Normal mode cannot show more than 127.9375 °C; extended mode reaches 150 °C.
+    public static let temperatureRange = PlausibleRange(.temperature, -55...150)
+
     public init(bus: I2CBus, address: UInt8 = 0x48, range: Range = .normal) {
         device = I2CDevice(bus: bus, address: address)
         self.range = range
@@ -38,7 +41,7 @@ public struct TMP102: Sensor {
                 range == .extended ? configuration | Self.extendedModeBit : configuration & ~Self.extendedModeBit
             try device.writeBigEndianWord(register: Register.configuration, wanted)
         }
-        return [Measurement(.temperature, Self.celsius(temperatureRegister: raw))]
+        return [try Self.temperatureRange.measurement(Self.celsius(temperatureRegister: raw))]
     }
 
     /// Decodes the temperature register: left-aligned two's complement, 12-bit, or 13-bit when bit 0 is set.

@@ -9,6 +9,10 @@ public struct ThermalZone: Sensor {
     public let sysfsRoot: String
     private let queue: DispatchQueue
 
+    /// SoC and board zones: below -40 °C no board runs, and SoCs shut themselves down well before 150 °C. The
+    /// kernel's "no temperature" value (-274000) and garbage such as INT64_MAX fall outside.
+    public static let temperatureRange = PlausibleRange(.temperature, -40...150)
+
     /// Reads the zone's `type` for its label; the temperature is read by `read()`.
     public init(zone: Int, sysfsRoot: String = "/sys") {
         self.zone = zone
@@ -30,7 +34,7 @@ public struct ThermalZone: Sensor {
         guard let millidegrees = Int(SysfsFile.trimmed(text)) else {
             throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
         }
-        return [Measurement(.temperature, Double(millidegrees) / 1000)]
+        return [try Self.temperatureRange.measurement(Double(millidegrees) / 1000)]
     }
 
     /// The zones the kernel exposes, in zone order; empty when there are none.

@@ -42,7 +42,8 @@ import Testing
 }
 
 @Suite(.emulatedHardware, .serialized, .timeLimit(.minutes(1))) struct BME280Tests {
-    @Test(arguments: [(21.5, 45.0, 1013.25), (-40.0, 0.0, 300.0), (85.0, 100.0, 1100.0), (-12.34, 87.6, 954.3)])
+    /// Near the ends of the operating ranges, less than the resolution inside them (beyond them is implausible).
+    @Test(arguments: [(21.5, 45.0, 1013.25), (-39.99, 0.0, 300.05), (84.99, 100.0, 1099.95), (-12.34, 87.6, 954.3)])
     func readsWhatTheChipMeasures(temperature: Double, humidity: Double, pressure: Double) async throws {
         let (hardware, bus, path) = try Emulation.newBus()
         let chip = try hardware.addChip(.bme280, bus: bus, address: 0x76)
@@ -57,6 +58,37 @@ import Testing
         #expect(abs(measurements[0].value - temperature) < 0.01)
         #expect(abs(measurements[1].value - humidity) < 0.02)
         #expect(abs(measurements[2].value - pressure) < 0.03)
+    }
+
+    /// Readings beyond the datasheet's operating ranges (-40...85 °C, 300...1100 hPa) are read errors.
+    @Test(arguments: [
+        (90.0, 45.0, 1013.25, Quantity.temperature, BME280.temperatureRange),
+        (-45.0, 45.0, 1013.25, .temperature, BME280.temperatureRange),
+        (21.5, 45.0, 250.0, .pressure, BME280.pressureRange),
+        (21.5, 45.0, 1150.0, .pressure, BME280.pressureRange),
+    ])
+    func readingOutsideTheOperatingRangeIsImplausible(
+        temperature: Double, humidity: Double, pressure: Double, quantity: Quantity, range: PlausibleRange
+    ) async throws {
+        let (hardware, bus, path) = try Emulation.newBus()
+        let chip = try hardware.addChip(.bme280, bus: bus, address: 0x77)
+        chip.setTemperature(temperature)
+        chip.setHumidity(humidity)
+        chip.setPressure(pressure)
+        let sensor = BME280(bus: try I2CBus(path: path), address: 0x77)
+        let error = await #expect(throws: SensorError.self) { try await sensor.read() }
+        guard case .implausibleReading(let measurement, let found)? = error else {
+            Issue.record("expected an implausible reading, got \(String(describing: error))")
+            return
+        }
+        #expect(measurement.quantity == quantity && found == range)
+        #expect(abs(measurement.value - (quantity == .temperature ? temperature : pressure)) < 0.03)
+        // The message shows the reading with at most three decimals.
+        let text = error?.description ?? ""
+        let shown = text.dropFirst("implausible reading ".count).prefix { $0 != " " }
+        #expect(text == "implausible reading \(shown) \(quantity.unit) (range \(range))")
+        #expect(abs((Double(String(shown)) ?? .nan) - measurement.value) <= 0.0005)
+        #expect((shown.split(separator: ".").dropFirst().first?.count ?? 0) <= 3)
     }
 
     @Test func followsTheChipAcrossReads() async throws {

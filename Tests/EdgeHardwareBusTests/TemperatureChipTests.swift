@@ -1,6 +1,7 @@
 import EdgeEmulation
 import EdgeHardware
 import CoatyTestSupport
+import Synchronization
 import Testing
 
 @Suite struct TemperatureConversionTests {
@@ -123,13 +124,70 @@ import Testing
         #expect(try await sensor.read() == [Measurement(.temperature, expected)])
     }
 
-    @Test(arguments: [-55.0, -54.875, -0.125, 25.0, 125.0, 126.875])
+    @Test(arguments: [-55.0, -54.875, -0.125, 25.0, 125.0])
     func lm75a(celsius: Double) async throws {
         let (hardware, bus, path) = try Emulation.newBus()
         let chip = try hardware.addChip(.lm75a, bus: bus, address: 0x48)
         chip.setTemperature(celsius)
         let sensor = LM75(bus: try I2CBus(path: path), variant: .lm75a)
         #expect(try await sensor.read() == [Measurement(.temperature, celsius)])
+    }
+
+    /// Values the registers can show but the chips cannot measure (each datasheet's operating range) are read
+    /// errors, not temperatures.
+    @Test(arguments: [
+        (EmulatedChip.Model.tmp102, -100.0, "implausible reading -100 °C (range -55...150)"),
+        (.mcp9808, 200.0, "implausible reading 200 °C (range -40...125)"),
+        (.mcp9808, -41.0, "implausible reading -41 °C (range -40...125)"),
+        (.lm75, 127.0, "implausible reading 127 °C (range -55...125)"),
+        (.lm75a, 126.875, "implausible reading 126.875 °C (range -55...125)"),
+        (.lm75a, -60.0, "implausible reading -60 °C (range -55...125)"),
+        (.sht3x, -45.0, "implausible reading -45 °C (range -40...125)"),
+        (.sht3x, 130.0, "implausible reading 130 °C (range -40...125)"),
+    ])
+    func temperatureOutsideTheDatasheetRangeIsAnImplausibleReading(
+        model: EmulatedChip.Model, celsius: Double, reason: String
+    ) async throws {
+        let (hardware, bus, path) = try Emulation.newBus()
+        let chip = try hardware.addChip(model, bus: bus, address: 0x44)
+        chip.setTemperature(celsius)
+        let sensor = try makeSensor(model, path: path, address: 0x44)
+        let error = await #expect(throws: SensorError.self) { try await sensor.read() }
+        #expect(error?.description == reason)
+        guard case .implausibleReading(let measurement, _)? = error else { return }
+        #expect(measurement == Measurement(.temperature, celsius))
+        // A plausible temperature reads again.
+        chip.setTemperature(21.5)
+        let reading = try await sensor.read()
+        #expect(reading.first?.quantity == .temperature && abs((reading.first?.value ?? .nan) - 21.5) < 0.01)
+    }
+
+    /// A chip that stops acknowledging and then answers as another part is reported with the new reason; the
+    /// device status and the log take their reason from these events.
+    @Test(arguments: [
+        (EmulatedChip.Model.mcp9808, SensorError.wrongChipId(expected: 0x04, found: 0x02)),
+        (.bme280, .wrongChipId(expected: 0x60, found: 0x58)),
+    ])
+    func aNewFailureReasonReplacesTheOldOne(model: EmulatedChip.Model, wrongId: SensorError) async throws {
+        let (hardware, bus, path) = try Emulation.newBus()
+        let chip = try hardware.addChip(model, bus: bus, address: 0x76)
+        let sensor = FaultScript(
+            try makeSensor(model, path: path, address: 0x76), chip: chip,
+            faults: [.noAcknowledge, .noAcknowledge, .wrongChipId, .wrongChipId, nil])
+        let poller = SensorPoller(
+            sensor: sensor, interval: .milliseconds(1), backoff: Backoff(minimum: .milliseconds(1), maximum: .milliseconds(1)),
+            pipelines: [.temperature: ValuePipeline([.round(Rounding(digits: 1))])])
+        let events = await Task {
+            var events: [SensorEvent] = []
+            for await event in poller { events.append(event) }
+            return events
+        }.value
+        guard events.count == 4, case .failed(.noDevice(let detail)) = events[0] else {
+            Issue.record("expected a NACK, the wrong id, the recovery and a value; got \(events)")
+            return
+        }
+        #expect(detail.contains("0x76 on \(path)"))
+        #expect(events[1...] == [.failed(wrongId), .recovered(failedAttempts: 4), .value(.temperature, 21.5)])
     }
 
     @Test(arguments: EmulatedChip.Model.allCases)
@@ -178,6 +236,33 @@ import Testing
             return try await group.reduce(into: [Int: Double]()) { $0[$1.0] = $1.1 }
         }
         #expect(readings == [0: 0, 1: 10, 2: 20, 3: 30])
+    }
+}
+
+/// Gives the chip the next fault of the script (nil: none) before each read, and cancels the reading task once the
+/// script is used up, which ends a poller's sequence.
+final class FaultScript: Sensor {
+    let sensor: any Sensor
+    let chip: EmulatedChip
+    private let faults: Mutex<[EmulatedChip.Fault?]>
+
+    init(_ sensor: any Sensor, chip: EmulatedChip, faults: [EmulatedChip.Fault?]) {
+        self.sensor = sensor
+        self.chip = chip
+        self.faults = Mutex(faults)
+    }
+
+    var label: String { sensor.label }
+    var quantities: [Quantity] { sensor.quantities }
+
+    func read() async throws(SensorError) -> [Measurement] {
+        let next: EmulatedChip.Fault?? = faults.withLock { $0.isEmpty ? .none : .some($0.removeFirst()) }
+        guard let fault = next else {
+            withUnsafeCurrentTask { $0?.cancel() }
+            throw .noDevice("script used up")
+        }
+        chip.inject(fault)
+        return try await sensor.read()
     }
 }
 

@@ -82,9 +82,10 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
 
         let events = await collect(poller)
 
+        // The change of reason at 13 is reported (a stale reason would mislead); the retries that fail alike are not.
         #expect(events == [
             TimedEvent(0, .value(.temperature, 20)),
-            TimedEvent(10, .failed(noDevice)),
+            TimedEvent(10, .failed(noDevice)), TimedEvent(13, .failed(eio)),
             TimedEvent(41, .recovered(failedAttempts: 6)), TimedEvent(41, .value(.temperature, 21)),
             TimedEvent(51, .value(.temperature, 22)),
         ])

@@ -61,14 +61,13 @@ import Testing
         }
     }
 
-    @Test func valueOutsideTheDatasheetRangeIsNotAReading() async throws {
-        let tree = try SysfsTree()
-        try tree.write("bus/w1/devices/\(id)/w1_slave", slaveFile(t: "127937"))
-        await #expect(throws: SensorError.invalidReading(
-            "\(path(tree)) holds 127.937 °C, outside the DS18B20 range -55...125 °C")
-        ) {
-            try await DS18B20(deviceId: id, sysfsRoot: tree.root).read()
-        }
+    @Test(arguments: [("127937", "implausible reading 127.937 °C (range -55...125)"),
+                      ("-55001", "implausible reading -55.001 °C (range -55...125)")])
+    func valueOutsideTheDatasheetRangeIsAnImplausibleReading(millidegrees: String, reason: String) async throws {
+        let result = try await read(slaveFile(t: millidegrees))
+        #expect(result == .failure(.implausibleReading(
+            Measurement(.temperature, Double(millidegrees)! / 1000), range: DS18B20.temperatureRange)))
+        if case .failure(let error) = result { #expect(error.description == reason) }
     }
 
     @Test func allZeroScratchpadIsNotAReading() async throws {
@@ -207,6 +206,51 @@ import Testing
         await #expect(throws: SensorError.invalidReading("\(path) holds \(JSONValue.string(contents).serialized())")) {
             try await ThermalZone(zone: 0, sysfsRoot: tree.root).read()
         }
+    }
+
+    /// A zone whose driver has no value holds a placeholder; published as is it would be 9.2e15 °C.
+    @Test(arguments: [
+        ("9223372036854775807", "implausible reading 9223372036854776 °C (range -40...150)"),
+        ("-274000", "implausible reading -274 °C (range -40...150)"),
+        ("150001", "implausible reading 150.001 °C (range -40...150)"),
+        ("-40001", "implausible reading -40.001 °C (range -40...150)"),
+    ])
+    func valueOutsideTheRangeIsAnImplausibleReading(millidegrees: String, reason: String) async throws {
+        let tree = try SysfsTree()
+        try tree.write("class/thermal/thermal_zone0/temp", millidegrees + "\n")
+        let error = await #expect(throws: SensorError.self) { try await ThermalZone(zone: 0, sysfsRoot: tree.root).read() }
+        #expect(error?.description == reason)
+        #expect(error == .implausibleReading(Measurement(.temperature, Double(millidegrees)! / 1000), range: ThermalZone.temperatureRange))
+    }
+
+    @Test func readsTheRangeLimits() async throws {
+        let tree = try SysfsTree()
+        let zone = ThermalZone(zone: 0, sysfsRoot: tree.root)
+        try tree.write("class/thermal/thermal_zone0/temp", "-40000\n")
+        #expect(try await zone.read() == [Measurement(.temperature, -40)])
+        try tree.write("class/thermal/thermal_zone0/temp", "150000\n")
+        #expect(try await zone.read() == [Measurement(.temperature, 150)])
+    }
+
+    /// An implausible reading is a read error like any other: reported once, retried with backoff, and the zone
+    /// recovers when it reads a temperature again.
+    @Test func implausibleReadingIsAFailureThatRecovers() async throws {
+        let tree = try SysfsTree()
+        try tree.write("class/thermal/thermal_zone0/temp", "9223372036854775807\n")
+        let clock = VirtualClock()
+        let poller = SensorPoller(
+            sensor: ThermalZone(zone: 0, sysfsRoot: tree.root), interval: .seconds(5),
+            backoff: Backoff(minimum: .seconds(1), maximum: .seconds(60)), pipelines: [.temperature: ValuePipeline()],
+            clock: clock)
+        var events = poller.makeAsyncIterator()
+        let implausible = SensorError.implausibleReading(
+            Measurement(.temperature, Double(Int64.max) / 1000), range: ThermalZone.temperatureRange)
+        #expect(await events.next() == .failed(implausible))
+        #expect(poller.status == .failing(since: VirtualClock.at(0), error: implausible, attempts: 1))
+        try tree.write("class/thermal/thermal_zone0/temp", "45500\n")
+        #expect(await events.next() == .recovered(failedAttempts: 1))
+        #expect(await events.next() == .value(.temperature, 45.5))
+        #expect(clock.now == VirtualClock.at(1))
     }
 
     @Test func discoversZonesInNumericOrder() throws {
