@@ -19,7 +19,8 @@ import Testing
         let statistics = harness.manager.statistics
         #expect(statistics.messagesReceived > 40)
         #expect(statistics.messagesRejected >= 3)
-        #expect(statistics.messagesOversized == 1)
+        // At least the oversized Discover seed; the rules and output seeds of the other harnesses may be over the limit too.
+        #expect(statistics.messagesOversized >= 1)
         #expect(statistics.ioValuesReceived >= 1)
         // Discovers of the identity and nodes were answered.
         #expect(harness.published > 0)

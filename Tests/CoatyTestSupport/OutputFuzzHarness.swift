@@ -106,7 +106,7 @@ public final class OutputFuzzHarness: Sendable {
                 }
                 precondition(logic.hysteresis == hysteresis, "retune did not apply the thresholds")
             } else if line.elementsEqual("safe".utf8) {
-                let state = logic.enterSafeState()
+                let state = logic.enterSafeState(lineState: before)
                 switch logic.safeState {
                 case .on: precondition(state, "safe state on left the output off")
                 case .off: precondition(!state, "safe state off left the output on")
