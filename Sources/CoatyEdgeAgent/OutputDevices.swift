@@ -65,8 +65,10 @@ final class OutputDevices: Sendable {
 
     /// Drives the outputs until cancelled.
     func run(actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects, logger: Logger) async {
-        // The lines stay requested after a stop, holding their safe state until the process ends.
-        state.withLock { $0.isStopping = false }
+        // The lines stay requested after a stop, holding their safe state until the process ends. The stop flag is
+        // cleared when the run ends, for a next start: cleared at the start, it would undo a stop that came before
+        // this task first ran (a SIGTERM right after start, on a loaded machine).
+        defer { state.withLock { $0.isStopping = false } }
         await withDiscardingTaskGroup { group in
             for device in devices {
                 guard let actor = actorsById[device.ioActorId] else { continue }
@@ -88,7 +90,11 @@ final class OutputDevices: Sendable {
         let (holdEnds, holdEndsContinuation) = AsyncStream.makeStream(of: ContinuousClock.Instant.self, bufferingPolicy: .bufferingNewest(1))
         let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
         var failures = 0
-        while !Task.isCancelled {
+        // At least one attempt, also when the agent stopped before this task first ran: the line is then requested
+        // to be put in its safe state.
+        var hasTried = false
+        while !Task.isCancelled || !hasTried {
+            hasTried = true
             do {
                 let line = try GPIOOutput(
                     chip: device.line.chipPath, line: device.line.offset, activeLow: device.activeLow, initiallyActive: device.initial)
@@ -111,6 +117,7 @@ final class OutputDevices: Sendable {
             } catch {
                 failures += 1
                 if failures == 1 { wiring.logger.error("cannot request \(wiring.label) for \(wiring.actor.name), retrying: \(error)") }
+                guard !Task.isCancelled else { return }
                 status.set(wiring.label, error: error.description)
                 try? await Task.sleep(for: backoff.delay(afterFailures: failures))
             }

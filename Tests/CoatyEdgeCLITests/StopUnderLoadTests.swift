@@ -33,11 +33,12 @@ import Testing
         """
     }
 
-    /// `publishers` times `mosquitto_pub -l` that publish true, false, true, ... on the route as fast as they can; kill
-    /// their process group to end them.
-    static func flood(broker: Int, publishers: Int) async throws -> CoatyTestSupport.ChildProcess {
-        let publisher = "yes \"$(printf 'true\\nfalse')\" | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
-        return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", "for i in $(seq \(publishers)); do (\(publisher)) & done; wait"))
+    /// `mosquitto_pub -l` publishing `values` values true, false, true, ... on the route as fast as it can: about a
+    /// second's work for it, many seconds' for the relay, which logs every switch. A bounded flood, so that it does not
+    /// starve the suites that run beside this one. Kill its process group to end it early.
+    static func flood(broker: Int, values: Int = 20000) async throws -> CoatyTestSupport.ChildProcess {
+        let publisher = "yes \"$(printf 'true\\nfalse')\" | head -n \(values) | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
+        return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", publisher))
     }
 
     /// The router, and the relay agent once its relay was associated.
@@ -53,23 +54,24 @@ import Testing
 
     static let output = "GPIO output line 17 of gpiochip0"
 
-    /// The stop under a flood: the relay goes to its safe state (on) while the flood toggles it, the safe state is
-    /// logged (also when the relay happened to be on) and no switch follows it, the pending values are dropped and
-    /// counted, and the agent ends well within a second of SIGTERM by its own log (it used to work off its backlog
-    /// first). The test runs beside the other suites, so the flood is one publisher (it outruns the relay's switching
-    /// many times over) and the process's exit, seen from outside on a loaded machine, is given more time.
+    /// The stop under a flood: SIGTERM reaches the relay agent with a backlog of toggling values; the relay goes to its
+    /// safe state (on), the safe state is logged (also when the relay happened to be on) and no switch follows it, and
+    /// the agent ends well within a second by its own log (it used to work off its backlog first). The test runs
+    /// beside the other suites, so the flood is bounded and the process's exit, seen from outside on a loaded
+    /// machine, is given more time.
     @Test(.emulatedHardware) func sigtermMidFloodLeavesTheOutputInItsSafeStateAndEndsAtOnce() async throws {
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let (router, relay) = try await Self.agents(broker: broker, scratch: scratch)
-        let flood = try await Self.flood(broker: broker.port, publishers: 1)
-        try await relay.line(containing: "\(Self.output) (Fan relay) switched on by true", onErrors: true)
-        try await relay.line(containing: "\(Self.output) (Fan relay) switched off by false", onErrors: true)
-        // Long enough for a backlog to build up behind the relay's switching.
-        try await Task.sleep(for: .seconds(2))
-
+        // The relay agent is held (SIGSTOP) while the flood goes out, so that a backlog waits for it whatever the
+        // machine's speed (in its socket and in the broker's queue for it), and SIGTERM reaches it with that backlog:
+        // as it goes on, it switches the relay while the signal is being handled, and then stops.
+        kill(relay.processIdentifier, SIGSTOP)
+        let flood = try await Self.flood(broker: broker.port)
+        _ = try await flood.finished(within: .seconds(30))
         let signalled = ContinuousClock.now
         kill(relay.processIdentifier, SIGTERM)
+        kill(relay.processIdentifier, SIGCONT)
         let stopped = try await relay.finished(within: .seconds(60))
         let stopTime = ContinuousClock.now - signalled
         kill(-flood.processIdentifier, SIGKILL)
@@ -86,10 +88,11 @@ import Testing
             let later = lines[(safe + 1)...].filter { $0.contains(" switched ") }
             #expect(later.isEmpty, "\(later.count) switches after the safe state: \(later.prefix(5))")
         }
-        #expect(lines.contains { $0.contains("values for Fan relay that were pending when the agent stopped") }, "\(lines.suffix(20))")
+        // What was still waiting when the stop began is dropped and counted (in the actor's queue, or not yet read);
+        // how much that is depends on the machine's speed, so ObservationStreamTests and the stress script show it.
         #expect(stopTime < .seconds(10), "the agent took \(stopTime) to end after SIGTERM")
-        // The agent's own clock, from its first line about the stop to its last line.
-        let first = lines.first { $0.contains("that were pending when the agent stopped") }.flatMap(Self.time)
+        // The agent's own clock, from its safe-state line (written as the stop begins) to its last line.
+        let first = safe.flatMap { Self.time(of: lines[$0]) }
         let last = lines.last.flatMap(Self.time)
         if let first, let last {
             #expect(last.timeIntervalSince(first) < 1, "the stop took \(last.timeIntervalSince(first)) s by the agent's log")
@@ -111,7 +114,7 @@ import Testing
         let (router, relay) = try await Self.agents(
             broker: broker, scratch: scratch, limits: #", "minOnTime": "1s", "minOffTime": "1s""#,
             extra: ["--metrics-port", "\(metricsPort)"])
-        let flood = try await Self.flood(broker: broker.port, publishers: 1)
+        let flood = try await Self.flood(broker: broker.port)
         try await relay.line(containing: "held back a switch", onErrors: true)
         try await Task.sleep(for: .milliseconds(500))
         kill(-flood.processIdentifier, SIGKILL)
