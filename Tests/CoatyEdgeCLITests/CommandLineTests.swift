@@ -87,6 +87,8 @@ import Testing
         let large = try scratch.write("large.json", #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20))
         let password = scratch.url.appendingPathComponent("password").path
         try makeFIFO(password)
+        let authority = scratch.url.appendingPathComponent("ca.crt").path
+        try makeFIFO(authority)
         let port = try freeLoopbackPort()
 
         let cases: [(arguments: [String], status: Int32, error: String)] = [
@@ -97,6 +99,9 @@ import Testing
             (["rules", "check", scratch.url.appendingPathComponent("rules").path], 78, "\(fifo): not a regular file (a FIFO)\n"),
             (["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--password-file", password], 64,
              "coaty-edge: \(password): not a regular file (a FIFO)\n"),
+            // libmosquitto opens the TLS files itself.
+            (["agents", "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", authority], 64,
+             "coaty-edge: \(authority): not a regular file (a FIFO)\n"),
         ]
         for (arguments, status, error) in cases {
             // Under an address-space limit, so that a regression that reads a device without end fails here at once
