@@ -58,9 +58,9 @@ public enum BoundedFile {
     }
 }
 
-/// What a path names, as `stat` tells.
+/// What a path names, as `stat` tells (after following symbolic links).
 public enum FileKind: Sendable, Hashable, CustomStringConvertible {
-    case regular, directory, fifo, characterDevice, blockDevice, socket, symbolicLink, unknown
+    case regular, directory, fifo, characterDevice, blockDevice, socket, unknown
 
     init(mode: mode_t) {
         switch mode & S_IFMT {
@@ -70,7 +70,6 @@ public enum FileKind: Sendable, Hashable, CustomStringConvertible {
         case S_IFCHR: self = .characterDevice
         case S_IFBLK: self = .blockDevice
         case S_IFSOCK: self = .socket
-        case S_IFLNK: self = .symbolicLink
         default: self = .unknown
         }
     }
@@ -84,7 +83,6 @@ public enum FileKind: Sendable, Hashable, CustomStringConvertible {
         case .characterDevice: "a character device"
         case .blockDevice: "a block device"
         case .socket: "a socket"
-        case .symbolicLink: "a symbolic link"
         case .unknown: "an unknown kind of file"
         }
     }

@@ -11,9 +11,12 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public var path: JSONPath? = nil
 
     public var description: String {
-        if let path { return "\(path): \(reason) (line \(line), column \(column))" }
+        if let path { return "\(path): \(reasonAndPosition)" }
         return "line \(line), column \(column): \(reason)"
     }
+
+    /// The reason followed by the line and column, for messages that give the path before it.
+    public var reasonAndPosition: String { "\(reason) (line \(line), column \(column))" }
 }
 
 /// How strictly JSON text is read.

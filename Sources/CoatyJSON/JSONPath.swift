@@ -209,7 +209,7 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     /// A file that is not JSON, or that strict parsing refuses at a path (a key given twice, text not in UTF-8).
     public init(file: String, _ error: JSONParseError) {
         if let path = error.path {
-            self.init(file: file, path: path, reason: "\(error.reason) (line \(error.line), column \(error.column))")
+            self.init(file: file, path: path, reason: error.reasonAndPosition)
         } else {
             self.init(file: file, path: nil, reason: "not valid JSON: \(error)")
         }

@@ -63,8 +63,7 @@ struct RuleFileReader {
             // Strict parsing's errors (a key given twice, text not in UTF-8) are at a path.
             let problem =
                 if let path = error.path {
-                    RuleFileProblem(
-                        file: file, location: .json(path), reason: "\(error.reason) (line \(error.line), column \(error.column))")
+                    RuleFileProblem(file: file, location: .json(path), reason: error.reasonAndPosition)
                 } else {
                     RuleFileProblem(file: file, location: .text(line: error.line, column: error.column), reason: error.reason)
                 }
