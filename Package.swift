@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, each depending only on the ones above it:
 //   C shims                 CMosquitto, CI2C, CGPIOD
-//   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O)
+//   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
 //   runtime                 CoatyRuntime (container, controllers, configuration)
@@ -32,6 +32,8 @@ let package = Package(
         .target(name: "CoatyJSON"),
         // Coaty objects, events, topics and filters.
         .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),
+        // Reading the files an operator names (configuration, rules, passwords): regular files only, up to a limit.
+        .target(name: "CoatyFiles"),
 
         // Communication.
         .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
@@ -49,12 +51,13 @@ let package = Package(
         .target(
             name: "CoatyRuntime",
             dependencies: [
-                "CoatyCommunication", "CoatySharedObjects", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "CoatyCommunication", "CoatyFiles", "CoatySharedObjects",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
         .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
-        .target(name: "RoutingRules", dependencies: ["CoatyJSON", "CoatyModel", "JsonLogic"]),
+        .target(name: "RoutingRules", dependencies: ["CoatyFiles", "CoatyJSON", "CoatyModel", "JsonLogic"]),
 
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(
@@ -90,7 +93,7 @@ let package = Package(
         .target(
             name: "CoatyEdgeCLI",
             dependencies: [
-                "CoatyEdgeAgent", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
+                "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -118,7 +121,7 @@ let package = Package(
             name: "CoatySharedObjectsTests",
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
-        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel"]),
+        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel", "CoatyTestSupport"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),

@@ -1,4 +1,5 @@
 import CoatyCommunication
+import CoatyFiles
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
@@ -57,18 +58,13 @@ public struct BrokerSettings: Sendable {
         if allNamespaces { options.shouldEnableCrossNamespacing = true }
         if let username { options.username = username }
         if let passwordFile {
-            if !allowsOpenPasswordFile {
-                do {
-                    try PasswordFilePermissions.check(passwordFile)
-                } catch {
-                    throw CommandFailure(.configuration, error.description)
-                }
-            }
             do {
-                let text = String(decoding: try readFile(passwordFile), as: UTF8.self)
-                options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
+                options.password = try PasswordFile.password(in: passwordFile, allowingOpenFile: allowsOpenPasswordFile)
             } catch {
-                throw CommandFailure(.usage, error.description)
+                switch error {
+                case .open: throw CommandFailure(.configuration, error.description)
+                case .unreadable: throw CommandFailure(.usage, error.description)
+                }
             }
         }
         if let caFile {
@@ -79,8 +75,11 @@ public struct BrokerSettings: Sendable {
             tls.keyFile = keyFile ?? tls.keyFile
             options.tls = tls
         }
-        if let tls = options.tls, (tls.certFile == nil) != (tls.keyFile == nil) {
-            throw CommandFailure(.usage, "--cert-file and --key-file go together")
+        if let tls = options.tls {
+            guard (tls.certFile == nil) == (tls.keyFile == nil) else {
+                throw CommandFailure(.usage, "--cert-file and --key-file go together")
+            }
+            try checkTLSFiles(tls)
         }
         return options
     }
@@ -149,18 +148,15 @@ func firstElement<S: AsyncSequence & Sendable>(
     }
 }
 
-/// Reads a whole file, for the password file.
-func readFile(_ path: String) throws(CommandFailure) -> [UInt8] {
-    guard let file = fopen(path, "rb") else {
-        throw CommandFailure(.usage, "cannot read \(path): \(errorText())")
-    }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        bytes += buffer[..<count]
-        guard count == buffer.count else { return bytes }
+/// libmosquitto and OpenSSL open the TLS files themselves, and would block on a FIFO: what is there must be a regular
+/// file (a missing or unreadable one is reported by the connection).
+private func checkTLSFiles(_ tls: MQTTTLSOptions) throws(CommandFailure) {
+    for file in [tls.caFile, tls.certFile, tls.keyFile].compactMap(\.self) {
+        do {
+            try BoundedFile.checkRegular(file)
+        } catch {
+            if case .notRegular = error.code { throw CommandFailure(.usage, error.description) }
+        }
     }
 }
 

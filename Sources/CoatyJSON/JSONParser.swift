@@ -6,37 +6,90 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public var line: Int
     public var column: Int
     public var reason: String
+    /// Where in the document, for the errors of strict parsing (a key given twice, text that is not UTF-8);
+    /// nil for syntax errors.
+    public var path: JSONPath? = nil
 
-    public var description: String { "line \(line), column \(column): \(reason)" }
+    public var description: String {
+        if let path { return "\(path): \(reasonAndPosition)" }
+        return "line \(line), column \(column): \(reason)"
+    }
+
+    /// The reason followed by the line and column, for messages that give the path before it.
+    public var reasonAndPosition: String { "\(reason) (line \(line), column \(column))" }
+}
+
+/// How strictly JSON text is read.
+public enum JSONParseMode: Sendable {
+    /// The semantics of JavaScript's `JSON.parse`, for payloads from other agents (Coaty JS among them): a later
+    /// duplicate key replaces an earlier one, invalid UTF-8 and lone surrogate escapes become U+FFFD, a number
+    /// beyond the range of a double is infinite.
+    case javaScript
+    /// For files that people write (configuration, rules), where each of those is a mistake: an error with the
+    /// JSON path where it is.
+    case strict
 }
 
 extension JSONValue {
-    /// Parses JSON text with the grammar of RFC 8259 and the semantics of `JSON.parse`: any value at the top level,
-    /// later duplicate keys replace earlier ones in place, invalid UTF-8 becomes U+FFFD. Nesting deeper than
-    /// `maximumDepth` is rejected instead of exhausting the stack.
-    public init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = 512) throws(JSONParseError) {
+    /// Parses JSON text with the grammar of RFC 8259: any value at the top level, and by default the semantics of
+    /// `JSON.parse` (see `JSONParseMode`). Nesting deeper than `maximumDepth` is rejected instead of exhausting
+    /// the stack.
+    public init(
+        parsing bytes: some Collection<UInt8>, mode: JSONParseMode = .javaScript, maximumDepth: Int = 512
+    ) throws(JSONParseError) {
         let result: Result<JSONValue, JSONParseError> =
             bytes.withContiguousStorageIfAvailable { buffer in
-                var parser = JSONParser(buffer, maximumDepth: maximumDepth)
-                return parser.parseDocument()
+                Self.parse(buffer, mode: mode, maximumDepth: maximumDepth)
             }
             ?? Array(bytes).withUnsafeBufferPointer { buffer in
-                var parser = JSONParser(buffer, maximumDepth: maximumDepth)
-                return parser.parseDocument()
+                Self.parse(buffer, mode: mode, maximumDepth: maximumDepth)
             }
         self = try result.get()
     }
 
-    public init(parsing text: String, maximumDepth: Int = 512) throws(JSONParseError) {
-        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
+    public init(parsing text: String, mode: JSONParseMode = .javaScript, maximumDepth: Int = 512) throws(JSONParseError) {
+        try self.init(parsing: Array(text.utf8), mode: mode, maximumDepth: maximumDepth)
+    }
+
+    private static func parse(
+        _ buffer: UnsafeBufferPointer<UInt8>, mode: JSONParseMode, maximumDepth: Int
+    ) -> Result<JSONValue, JSONParseError> {
+        switch mode {
+        case .javaScript:
+            var parser = JSONParser<JavaScriptParsing>(buffer, maximumDepth: maximumDepth)
+            return parser.parseDocument()
+        case .strict:
+            var parser = JSONParser<StrictParsing>(buffer, maximumDepth: maximumDepth)
+            return parser.parseDocument()
+        }
     }
 }
 
-struct JSONParser {
+private let powersOfTen: [Double] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+]
+
+/// The parser's mode as a type, so that each mode gets its own specialised parser and the checks of strict
+/// parsing cost the wire payloads' parser nothing, not even a branch per key.
+protocol JSONParsingRules {
+    static var isStrict: Bool { get }
+}
+
+enum JavaScriptParsing: JSONParsingRules {
+    static var isStrict: Bool { false }
+}
+
+enum StrictParsing: JSONParsingRules {
+    static var isStrict: Bool { true }
+}
+
+struct JSONParser<Rules: JSONParsingRules> {
     private let input: UnsafeBufferPointer<UInt8>
     private var position = 0
     private var depth = 0
     private let maximumDepth: Int
+    /// The path to the value being parsed, for the errors of strict parsing; only strict parsing keeps it.
+    private var path: [JSONPath.Component] = []
 
     init(_ input: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.input = input
@@ -57,6 +110,13 @@ struct JSONParser {
         } catch {
             return .failure(self.error("internal parser error"))
         }
+    }
+
+    /// An error of strict parsing, at the path being parsed (with `last` appended).
+    private func strictError(_ reason: String, at offset: Int, appending last: JSONPath.Component? = nil) -> JSONParseError {
+        var error = error(reason, at: offset)
+        error.path = JSONPath(last.map { path + [$0] } ?? path)
+        return error
     }
 
     private func error(_ reason: String, at offset: Int? = nil) -> JSONParseError {
@@ -129,20 +189,28 @@ struct JSONParser {
         members.reserveCapacity(4)
         // Array indices ("0", "17") are the only keys that JavaScript does not keep in insertion order.
         var mayHaveIndexKeys = false
+        // Strict parsing only: the keys so far, to refuse one given twice.
+        var keys: Set<CodeUnitKey> = []
         while true {
             skipWhitespace()
             guard position < input.count, input[position] == UInt8(ascii: "\"") else {
                 throw error(position < input.count ? "expected a member name in quotes" : "unterminated object")
             }
             if position + 1 < input.count, isDigit(input[position + 1]) { mayHaveIndexKeys = true }
+            let keyStart = position
             let key = try parseString()
+            if Rules.isStrict, !keys.insert(CodeUnitKey(key)).inserted {
+                throw strictError("duplicate key", at: keyStart, appending: .key(key))
+            }
             skipWhitespace()
             guard position < input.count, input[position] == UInt8(ascii: ":") else {
                 throw error("expected ':' after a member name")
             }
             position += 1
             skipWhitespace()
+            if Rules.isStrict { path.append(.key(key)) }
             let value = try parseValue()
+            if Rules.isStrict { path.removeLast() }
             members.append(JSONObject.Member(key: key, value: value))
             skipWhitespace()
             guard position < input.count else { throw error("unterminated object") }
@@ -172,7 +240,9 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
+            if Rules.isStrict { path.append(.index(elements.count)) }
             elements.append(try parseValue())
+            if Rules.isStrict { path.removeLast() }
             skipWhitespace()
             guard position < input.count else { throw error("unterminated array") }
             if input[position] == UInt8(ascii: ",") {
@@ -198,6 +268,7 @@ struct JSONParser {
             let byte = input[position]
             if byte == UInt8(ascii: "\"") {
                 let content = UnsafeBufferPointer(rebasing: input[contentStart..<position])
+                if Rules.isStrict { try checkUTF8(from: contentStart) }
                 position += 1
                 return String(decoding: content, as: UTF8.self)
             }
@@ -212,6 +283,8 @@ struct JSONParser {
             let byte = input[position]
             switch byte {
             case UInt8(ascii: "\""):
+                // The escapes are ASCII and the text they stand for is valid, so the raw text tells.
+                if Rules.isStrict { try checkUTF8(from: contentStart) }
                 position += 1
                 return String(decoding: bytes, as: UTF8.self)
             case UInt8(ascii: "\\"):
@@ -244,8 +317,24 @@ struct JSONParser {
         throw error("unterminated string", at: start)
     }
 
+    /// Strict parsing: refuses the string from `start` to the current position unless it is valid UTF-8.
+    private func checkUTF8(from start: Int) throws {
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = UnsafeBufferPointer(rebasing: input[start..<position]).makeIterator()
+        var offset = start
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return
+            case .error:
+                throw strictError("invalid UTF-8 (byte 0x\(String(input[offset], radix: 16)))", at: offset)
+            }
+        }
+    }
+
     /// Reads the four hex digits after `\u` (and a following low surrogate escape, if any).
     private mutating func parseUnicodeEscape() throws -> Unicode.Scalar {
+        let escapeStart = position - 2
         let high = try parseHex4()
         if (0xD800...0xDBFF).contains(high) {
             if position + 6 <= input.count, input[position] == UInt8(ascii: "\\"),
@@ -260,9 +349,15 @@ struct JSONParser {
                 }
                 position = saved
             }
-            return "\u{FFFD}"  // a lone surrogate cannot be held in a Swift String
+            // A lone surrogate cannot be held in a Swift String.
+            if Rules.isStrict { throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart) }
+            return "\u{FFFD}"
         }
-        return Unicode.Scalar(high) ?? "\u{FFFD}"
+        guard let scalar = Unicode.Scalar(high) else {
+            if Rules.isStrict { throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart) }
+            return "\u{FFFD}"
+        }
+        return scalar
     }
 
     private mutating func parseHex4() throws -> UInt32 {
@@ -348,17 +443,16 @@ struct JSONParser {
         // Both operands are exact (at most 15 digits, a power of ten up to 10^15), and IEEE division rounds
         // correctly, so this is the double nearest to the text, as strtod finds it at several times the cost.
         if !hasExponent && significantDigits <= 15 {
-            let magnitude = Double(significand) / Self.powersOfTen[fractionDigits]
+            let magnitude = Double(significand) / powersOfTen[fractionDigits]
             return negative ? -magnitude : magnitude
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<position]), as: UTF8.self)
         guard let value = Double(text) else { throw error("invalid number", at: start) }
+        if Rules.isStrict, !value.isFinite {
+            throw strictError("\(text) is beyond the range of numbers (about ±1.8e308)", at: start)
+        }
         return value
     }
-
-    private static let powersOfTen: [Double] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-    ]
 
     private func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")

@@ -155,7 +155,12 @@ public struct JSONCursor: Sendable {
 
     public func integer(in range: ClosedRange<Int> = Int.min...Int.max) throws(JSONShapeError) -> Int {
         guard let integer = value.intValue else {
-            throw value.numberValue == nil ? mismatch("an integer") : error("must be a whole number")
+            guard let number = value.numberValue else { throw mismatch("an integer") }
+            guard number.rounded(.towardZero) == number else { throw error("must be a whole number") }
+            // Whole, but beyond the integers a double holds exactly (±2^53), where `intValue` ends.
+            let lower = max(range.lowerBound, -(1 << 53))
+            let upper = min(range.upperBound, 1 << 53)
+            throw error("\(JSONValue.number(number)) is out of range \(lower)...\(upper)")
         }
         guard range.contains(integer) else { throw error("\(integer) is out of range \(range.lowerBound)...\(range.upperBound)") }
         return integer
@@ -199,6 +204,15 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
 
     public init(file: String, _ error: JSONShapeError) {
         self.init(file: file, path: error.path, reason: error.reason)
+    }
+
+    /// A file that is not JSON, or that strict parsing refuses at a path (a key given twice, text not in UTF-8).
+    public init(file: String, _ error: JSONParseError) {
+        if let path = error.path {
+            self.init(file: file, path: path, reason: error.reasonAndPosition)
+        } else {
+            self.init(file: file, path: nil, reason: "not valid JSON: \(error)")
+        }
     }
 
     public var description: String {

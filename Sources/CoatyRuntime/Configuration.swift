@@ -1,4 +1,5 @@
 import CoatyCommunication
+import CoatyFiles
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
@@ -61,26 +62,32 @@ public struct Configuration: Sendable {
         "$schema", "common", "communication", "controllers", "sharedObjects", "devices", "logging", "metrics",
     ]
 
+    /// Larger configuration files are refused rather than read; real ones are a few kilobytes.
+    public static let maximumFileSize = 1 << 20
+    /// Larger password files are refused rather than read.
+    public static let maximumPasswordFileSize = 64 << 10
+
     /// Reads and validates a configuration file. Its `passwordFile` must be readable by its owner only unless
     /// `allowsOpenPasswordFile` (see `PasswordFilePermissions`).
     public static func load(file path: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> Configuration {
         let bytes: [UInt8]
         do {
-            bytes = try readFile(path)
+            bytes = try BoundedFile.contents(of: path, limit: maximumFileSize)
         } catch {
-            throw ConfigurationError(file: path, path: nil, reason: error.description)
+            throw ConfigurationError(file: path, path: nil, reason: error.reason)
         }
         return try parse(bytes, source: path, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
 
+    /// Parses strictly, as people write files: a key given twice or a string that is not UTF-8 is an error.
     public static func parse(
         _ bytes: [UInt8], source: String, allowsOpenPasswordFile: Bool = false
     ) throws(ConfigurationError) -> Configuration {
         let document: JSONValue
         do {
-            document = try JSONValue(parsing: bytes)
+            document = try JSONValue(parsing: bytes, mode: .strict)
         } catch {
-            throw ConfigurationError(file: source, path: nil, reason: "not valid JSON: \(error)")
+            throw ConfigurationError(file: source, error)
         }
         do {
             return try Configuration(document: JSONCursor(document), source: source, allowsOpenPasswordFile: allowsOpenPasswordFile)
@@ -269,27 +276,19 @@ public struct Configuration: Sendable {
         options.password = try password?.string()
         if let passwordFile {
             let path = try passwordFile.nonEmptyString()
-            if !allowsOpenPasswordFile {
-                do {
-                    try PasswordFilePermissions.check(path)
-                } catch {
-                    throw passwordFile.error(error.description)
-                }
-            }
             do {
-                let text = String(decoding: try readFile(path), as: UTF8.self)
-                options.password = String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
+                options.password = try PasswordFile.password(in: path, allowingOpenFile: allowsOpenPasswordFile)
             } catch {
                 throw passwordFile.error(error.description)
             }
         }
         if let tls = try section.optional("tls") {
             try tls.allowOnly(["caFile", "certFile", "keyFile", "allowsHostnameMismatch"])
-            let certFile = try tls.optional("certFile")?.nonEmptyString()
-            let keyFile = try tls.optional("keyFile")?.nonEmptyString()
+            let certFile = try tls.optional("certFile").map(readTLSFile)
+            let keyFile = try tls.optional("keyFile").map(readTLSFile)
             guard (certFile == nil) == (keyFile == nil) else { throw tls.error("\"certFile\" and \"keyFile\" go together") }
             options.tls = MQTTTLSOptions(
-                caFile: try tls.required("caFile").nonEmptyString(), certFile: certFile, keyFile: keyFile,
+                caFile: try readTLSFile(tls.required("caFile")), certFile: certFile, keyFile: keyFile,
                 allowsHostnameMismatch: try tls.optional("allowsHostnameMismatch")?.bool() ?? false)
         } else if url.usesTLS {
             throw section.error("an mqtts:// broker needs \"tls\" with at least \"caFile\"")
@@ -312,28 +311,16 @@ public struct Configuration: Sendable {
         }
         return options
     }
-}
 
-struct FileReadError: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Reads a whole file; errors say which file and why.
-func readFile(_ path: String) throws(FileReadError) -> [UInt8] {
-    guard let file = fopen(path, "rb") else {
-        throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
-    }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        bytes.append(contentsOf: buffer[0..<count])
-        if count < buffer.count {
-            if ferror(file) != 0 {
-                throw FileReadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
-            }
-            return bytes
+    /// The path of a TLS file. libmosquitto and OpenSSL open these files themselves, and would block on a FIFO, so
+    /// what is there must be a regular file; a missing or unreadable one is reported by the connection.
+    private static func readTLSFile(_ cursor: JSONCursor) throws(JSONShapeError) -> String {
+        let path = try cursor.nonEmptyString()
+        do {
+            try BoundedFile.checkRegular(path)
+        } catch {
+            if case .notRegular = error.code { throw cursor.error(error.description) }
         }
+        return path
     }
 }

@@ -68,11 +68,16 @@ struct RuleFileReader {
         self.file = file
         let document: JSONValue
         do {
-            document = try JSONValue(parsing: bytes)
+            document = try JSONValue(parsing: bytes, mode: .strict)
         } catch {
-            problems.append(
-                RuleFileProblem(
-                    file: file, location: .text(line: error.line, column: error.column), reason: error.reason))
+            // Strict parsing's errors (a key given twice, text not in UTF-8) are at a path.
+            let problem =
+                if let path = error.path {
+                    RuleFileProblem(file: file, location: .json(path), reason: error.reasonAndPosition)
+                } else {
+                    RuleFileProblem(file: file, location: .text(line: error.line, column: error.column), reason: error.reason)
+                }
+            problems.append(problem)
             return
         }
         readDocument(JSONCursor(document))

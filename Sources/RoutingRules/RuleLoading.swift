@@ -1,3 +1,4 @@
+import CoatyFiles
 import Glibc
 
 extension RoutingRuleSet {
@@ -33,12 +34,9 @@ extension RoutingRuleSet {
         for file in files {
             let bytes: [UInt8]
             do {
-                bytes = try FileSystem.contents(of: file, maximumSize: maximumFileSize)
+                bytes = try BoundedFile.contents(of: file, limit: maximumFileSize)
             } catch {
-                let reason =
-                    error.code == EFBIG
-                    ? "the file is larger than \(maximumFileSize >> 20) MiB" : "cannot read the file: \(error)"
-                problems.append(RuleFileProblem(file: file, location: .file, reason: reason))
+                problems.append(RuleFileProblem(file: file, location: .file, reason: error.reason))
                 continue
             }
             let reader = RuleFileReader(file: file, bytes: bytes)
@@ -63,7 +61,7 @@ extension RoutingRuleSet {
     }
 
     /// Larger files are refused rather than read into memory; real rule files are a few kilobytes.
-    static let maximumFileSize = 4 << 20
+    public static let maximumFileSize = 1 << 20
 
     static func isRuleFileName(_ name: String) -> Bool {
         name.hasSuffix(".json") && !name.hasPrefix(".") && !name.hasSuffix(".schema.json")
@@ -77,7 +75,7 @@ struct SystemError: Error, CustomStringConvertible {
     var description: String { String(cString: strerror(code)) }
 }
 
-/// The few file operations the rules need, straight on POSIX.
+/// Listing a rules directory, straight on POSIX (its files are read by `BoundedFile`).
 enum FileSystem {
     static func entries(of directory: String) throws(SystemError) -> [String] {
         guard let handle = opendir(directory) else { throw SystemError(code: errno) }
@@ -93,24 +91,6 @@ enum FileSystem {
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             if name != "." && name != ".." { names.append(name) }
-        }
-    }
-
-    static func contents(of path: String, maximumSize: Int) throws(SystemError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw SystemError(code: errno) }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SystemError(code: errno)
-            }
-            if count == 0 { return bytes }
-            bytes += chunk[..<count]
-            if bytes.count > maximumSize { throw SystemError(code: EFBIG) }
         }
     }
 }

@@ -120,6 +120,50 @@ import Testing
         #expect(usage.status == 64)
     }
 
+    /// What is not a regular file, or is too large, is refused at once with the file and the reason: a device is not
+    /// read without end, and a FIFO does not block the check (nor the client that reads a password from it).
+    @Test func filesThatAreDevicesFIFOsDirectoriesOrTooLargeAreRefusedAtOnce() async throws {
+        let scratch = try Scratch()
+        try scratch.write("rules/a.json", Agents.rules)
+        let fifo = scratch.url.appendingPathComponent("rules/x.json").path
+        try makeFIFO(fifo)
+        let large = try scratch.write("large.json", #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20))
+        let password = scratch.url.appendingPathComponent("password").path
+        try makeFIFO(password)
+        let authority = scratch.url.appendingPathComponent("ca.crt").path
+        try makeFIFO(authority)
+        let port = try freeLoopbackPort()
+
+        let cases: [(arguments: [String], status: Int32, error: String)] = [
+            (["config", "check", "/dev/zero"], 78, "/dev/zero: not a regular file (a character device)\n"),
+            (["rules", "check", "/dev/zero"], 78, "/dev/zero: not a regular file (a character device)\n"),
+            (["config", "check", scratch.url.path], 78, "\(scratch.url.path): not a regular file (a directory)\n"),
+            (["config", "check", large], 78, "\(large): 2.1 MiB is larger than the limit of 1 MiB\n"),
+            (["rules", "check", scratch.url.appendingPathComponent("rules").path], 78, "\(fifo): not a regular file (a FIFO)\n"),
+            (["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--password-file", password], 64,
+             "coaty-edge: \(password): not a regular file (a FIFO)\n"),
+            // libmosquitto opens the TLS files itself.
+            (["agents", "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", authority], 64,
+             "coaty-edge: \(authority): not a regular file (a FIFO)\n"),
+        ]
+        for (arguments, status, error) in cases {
+            // Under an address-space limit, so that a regression that reads a device without end fails here at once
+            // instead of taking the machine's memory until the time limit.
+            var command = Executable.command(arguments, environment: [:])
+            let program = try #require(command.arguments.firstIndex(of: Executable.path))
+            command.arguments.insert(contentsOf: ["/bin/sh", "-c", #"ulimit -v 2097152 && exec "$0" "$@""#], at: program)
+            let result: CommandResult
+            do {
+                result = try await command.run(timeout: .seconds(20))
+            } catch {
+                Issue.record("\(arguments): \(error)")
+                continue
+            }
+            #expect(result.status == status, "\(arguments): \(result.errors)")
+            #expect(result.errors == error, "\(arguments)")
+        }
+    }
+
     @Test func everySubcommandHasHelp() async throws {
         let subcommands = [
             "run", "observe", "agents", "rules", "rules check", "rules show", "context", "context get", "context set",

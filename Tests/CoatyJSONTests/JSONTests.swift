@@ -143,6 +143,59 @@ import Testing
         }
     }
 
+    // MARK: Strict parsing, for files people write
+
+    /// The error of a strict parse of `bytes`, as "path: reason (line, column)".
+    private func strictError(_ bytes: [UInt8]) -> String? {
+        do {
+            _ = try JSONValue(parsing: bytes, mode: .strict)
+            return nil
+        } catch {
+            #expect(error.path != nil, "\(error)")
+            return error.description
+        }
+    }
+
+    @Test func strictParsingRefusesDuplicateKeysAtTheirPath() throws {
+        #expect(strictError(Array(#"{"a": 1, "b": 2, "a": 3}"#.utf8)) == "$.a: duplicate key (line 1, column 18)")
+        let nested = "{\n  \"x\": [{\"b\": 1}, {\"b\": 1, \"c\": {\"d\": 1,\n    \"d\": 2}}]\n}"
+        #expect(strictError(Array(nested.utf8)) == "$.x[1].c.d: duplicate key (line 3, column 5)")
+        // Past the small-object path of the JSON.parse mode, and keys that differ only in normalisation are distinct.
+        let many = "{" + (0..<40).map { "\"k\($0)\": \($0)" }.joined(separator: ", ") + #", "k7": 0}"#
+        #expect(strictError(Array(many.utf8))?.hasPrefix("$.k7: duplicate key") == true)
+        #expect(try JSONValue(parsing: #"{"\u00e9": 1, "e\u0301": 2}"#, mode: .strict).objectValue?.count == 2)
+        // JSON.parse's semantics stay for wire payloads.
+        #expect(try JSONValue(parsing: #"{"a": 1, "a": 2}"#) == ["a": 2])
+    }
+
+    @Test func strictParsingRefusesInvalidUTF8AtItsPath() throws {
+        let value = Array(#"{"name": "ab"#.utf8) + [0xFF] + Array(#"c"}"#.utf8)
+        #expect(strictError(value) == "$.name: invalid UTF-8 (byte 0xff) (line 1, column 13)")
+        let escaped = Array(#"{"list": ["ok", "\n"#.utf8) + [0xC3] + Array(#""]}"#.utf8)
+        #expect(strictError(escaped) == "$.list[1]: invalid UTF-8 (byte 0xc3) (line 1, column 20)")
+        let key = Array(#"{"a": {"k"#.utf8) + [0xED, 0xA0, 0x80] + Array(#"": 1}}"#.utf8)  // an encoded surrogate
+        #expect(strictError(key) == "$.a: invalid UTF-8 (byte 0xed) (line 1, column 10)")
+        #expect(try JSONValue(parsing: Array(#"{"t": "é€😀"}"#.utf8), mode: .strict) == ["t": "é€😀"])
+        #expect(try JSONValue(parsing: value) == ["name": "ab\u{FFFD}c"])
+    }
+
+    @Test func strictParsingRefusesLoneSurrogatesAndNumbersBeyondADouble() throws {
+        #expect(strictError(Array(#"{"s": "x\ud800y"}"#.utf8)) == "$.s: a lone surrogate escape, which stands for no character (line 1, column 9)")
+        #expect(strictError(Array(#"{"s": "\udc00"}"#.utf8))?.hasPrefix("$.s: a lone surrogate escape") == true)
+        #expect(strictError(Array(#"{"n": [1, -1e400]}"#.utf8)) == "$.n[1]: -1e400 is beyond the range of numbers (about ±1.8e308) (line 1, column 11)")
+        #expect(try JSONValue(parsing: #"{"n": 1e400}"#) == ["n": .number(.infinity)])
+    }
+
+    @Test func strictParsingReportsSyntaxErrorsAsBefore() {
+        do {
+            _ = try JSONValue(parsing: "{\n  \"a\": 1,\n  \"b\": ]\n}", mode: .strict)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.path == nil)
+            #expect(error.description == "line 3, column 8: unexpected ']', expected a value")
+        }
+    }
+
     @Test func deepNestingIsRejectedNotACrash() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
@@ -169,5 +222,17 @@ import Testing
             #expect(error.path.description == #"$.communication.tls["ca file"]"#)
         }
         #expect(throws: JSONShapeError.self) { try rules[0].required("name") }
+    }
+
+    /// A whole number too large for an Int (or for a double to hold exactly) is out of range, not "not whole".
+    @Test(arguments: [
+        (1e308, 5...65535, "1e+308 is out of range 5...65535"), (-1e20, 0...100, "-100000000000000000000 is out of range 0...100"),
+        (1e16, 1...Int.max, "10000000000000000 is out of range 1...9007199254740992"), (2.5, 0...100, "must be a whole number"),
+        (101, 0...100, "101 is out of range 0...100"),
+    ])
+    func integersOutOfRangeSaySo(value: Double, range: ClosedRange<Int>, reason: String) {
+        #expect(throws: JSONShapeError(path: JSONPath([.key("n")]), reason: reason)) {
+            try JSONCursor(["n": .number(value)]).required("n").integer(in: range)
+        }
     }
 }

@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyJSON
 import CoatyModel
 import CoatySharedObjects
+import CoatyTestSupport
 import Foundation
 import Testing
 
@@ -119,6 +120,22 @@ import Testing
          "m.json: $.sharedObjects.s: its data has 18 bytes, more than maxDataBytes (16)"),
         (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"objectId": "x"}, "t": {"objectId": "x"}}}"#,
          "m.json: $.sharedObjects.t.objectId: x is already the objectId of another shared object"),
+        // Numbers too large for an integer are out of range, not "not whole".
+        (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1e308}}"#, "m.json: $.communication.keepAlive: 1e+308 is out of range 5...65535"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "reconnect": {"maxAttempts": 1e19}}}"#,
+         "m.json: $.communication.reconnect.maxAttempts: 10000000000000000000 is out of range 1...9007199254740992"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "metrics": {"port": -1e300}}"#, "m.json: $.metrics.port: -1e+300 is out of range 1...65535"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"maxValueBytes": 1e100}}}"#,
+         "m.json: $.sharedObjects.s.maxValueBytes: 1e+100 is out of range 16...1048576"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "reconnect": {"maxDelay": 1e400}}}"#,
+         "m.json: $.communication.reconnect.maxDelay: 1e400 is beyond the range of numbers (about ±1.8e308) (line 1, column 71)"),
+        // A key given twice is an error where it is given again, at the top level and nested.
+        ("{\"communication\": {\"brokerUrl\": \"mqtt://h\"},\n \"communication\": {\"brokerUrl\": \"mqtt://g\"}}",
+         "m.json: $.communication: duplicate key (line 2, column 2)"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 30, "keepAlive": 60}}"#,
+         "m.json: $.communication.keepAlive: duplicate key (line 1, column 62)"),
+        (#"{"communication": {"brokerUrl": "mqtt://h"}, "sharedObjects": {"s": {"data": {"fanOn": 60, "fanOn": 70}}}}"#,
+         "m.json: $.sharedObjects.s.data.fanOn: duplicate key (line 1, column 92)"),
     ])
     func errorsNameFilePathAndReason(json: String, expected: String) {
         do {
@@ -127,6 +144,15 @@ import Testing
         } catch {
             #expect(error.description.hasPrefix(expected), "\(error)")
         }
+    }
+
+    @Test func invalidUTF8InAStringIsAnErrorAtItsPath() {
+        let json = Array(#"{"communication": {"brokerUrl": "mqtt://h"}, "common": {"agentIdentity": {"name": "Gr"#.utf8)
+            + [0xE9] + Array(#"nhaus"}}}"#.utf8)  // "é" in Latin-1, as an editor with the wrong encoding saves it
+        #expect(throws: ConfigurationError(
+            file: "m.json", path: JSONPath([.key("common"), .key("agentIdentity"), .key("name")]),
+            reason: "invalid UTF-8 (byte 0xe9) (line 1, column 86)")
+        ) { try Configuration.parse(json, source: "m.json") }
     }
 
     @Test func sharedObjectsToHost() throws {
@@ -157,7 +183,7 @@ import Testing
         #expect(configuration.source == configFile.path)
 
         let missing = directory.appendingPathComponent("absent.json").path
-        #expect(throws: ConfigurationError(file: missing, path: nil, reason: "cannot read \(missing): No such file or directory")) {
+        #expect(throws: ConfigurationError(file: missing, path: nil, reason: "cannot read the file: No such file or directory")) {
             try Configuration.load(file: missing)
         }
     }
@@ -189,5 +215,113 @@ import Testing
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: passwordFile.path)
             #expect(try Configuration.parse(json, source: "m.json").communication.password == "s3cret")
         }
+    }
+
+    /// A device, a directory or a huge file is refused with the reason, before anything is read into memory.
+    @Test func loadRefusesWhatIsNotARegularFileOfAtMostOneMebibyte() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect(throws: ConfigurationError(file: "/dev/zero", path: nil, reason: "not a regular file (a character device)")) {
+            try Configuration.load(file: "/dev/zero")
+        }
+        #expect(throws: ConfigurationError(file: directory.path, path: nil, reason: "not a regular file (a directory)")) {
+            try Configuration.load(file: directory.path)
+        }
+        let large = try directory.write("large.json", #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 3 << 20))
+        #expect(throws: ConfigurationError(file: large, path: nil, reason: "3.1 MiB is larger than the limit of 1 MiB")) {
+            try Configuration.load(file: large)
+        }
+        let justAbove = try directory.write("above.json", #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 1 << 20))
+        #expect(throws: ConfigurationError(file: justAbove, path: nil, reason: "1.1 MiB is larger than the limit of 1 MiB")) {
+            try Configuration.load(file: justAbove)
+        }
+        let atTheLimit = try directory.write("limit.json", #"{"communication": {"brokerUrl": "mqtt://h"}}"#.padding(toLength: 1 << 20, withPad: " ", startingAt: 0))
+        #expect(throws: Never.self) { try Configuration.load(file: atTheLimit) }
+    }
+
+    /// A FIFO would block the reader until some writer comes; it is refused at once instead.
+    @Test func aFIFOAsConfigurationOrPasswordFileIsRefusedWithoutWaiting() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fifo = directory.path + "/agent.json"
+        try makeFIFO(fifo)
+        let configurationError = returnsPromptly(unblocking: fifo) { () -> ConfigurationError? in
+            do throws(ConfigurationError) {
+                _ = try Configuration.load(file: fifo)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(configurationError == .some(ConfigurationError(file: fifo, path: nil, reason: "not a regular file (a FIFO)")))
+
+        let passwordFIFO = directory.path + "/password"
+        try makeFIFO(passwordFIFO)
+        let configuration = try directory.write(
+            "password.json", #"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFIFO)"}}"#)
+        let passwordError = returnsPromptly(unblocking: passwordFIFO) { () -> ConfigurationError? in
+            do throws(ConfigurationError) {
+                _ = try Configuration.load(file: configuration)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(passwordError == .some(ConfigurationError(
+            file: configuration, path: JSONPath([.key("communication"), .key("passwordFile")]),
+            reason: "\(passwordFIFO): not a regular file (a FIFO)")))
+    }
+
+    @Test func passwordFilesAreLimitedTo64KiBAndTLSFilesMustBeRegularFiles() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let password = try directory.write("password", String(repeating: "x", count: (64 << 10) + 1))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: password)
+        #expect(throws: ConfigurationError(
+            file: "m.json", path: JSONPath([.key("communication"), .key("passwordFile")]),
+            reason: "\(password): 64.1 KiB is larger than the limit of 64 KiB")
+        ) {
+            try Configuration.parse(Array(#"{"communication": {"brokerUrl": "mqtt://h", "passwordFile": "\#(password)"}}"#.utf8), source: "m.json")
+        }
+        // libmosquitto opens them itself, and would block on a FIFO. A missing file is left to the connection.
+        let fifo = directory.path + "/ca.crt"
+        try makeFIFO(fifo)
+        #expect(throws: ConfigurationError(
+            file: "m.json", path: JSONPath([.key("communication"), .key("tls"), .key("caFile")]),
+            reason: "\(fifo): not a regular file (a FIFO)")
+        ) {
+            try Configuration.parse(Array(#"{"communication": {"brokerUrl": "mqtts://h", "tls": {"caFile": "\#(fifo)"}}}"#.utf8), source: "m.json")
+        }
+        #expect(throws: ConfigurationError(
+            file: "m.json", path: JSONPath([.key("communication"), .key("tls"), .key("keyFile")]),
+            reason: "\(directory.path): not a regular file (a directory)")
+        ) {
+            try Configuration.parse(Array(#"""
+                {"communication": {"brokerUrl": "mqtts://h", "tls": {"caFile": "/nonexistent/ca.crt", "certFile": "/nonexistent/c.crt", "keyFile": "\#(directory.path)"}}}
+                """#.utf8), source: "m.json")
+        }
+    }
+}
+
+/// A fresh directory under the system's temporary directory, removed again by `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+        path = url.path
+    }
+
+    /// Writes the file and returns its path.
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String {
+        let file = path + "/" + name
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
     }
 }

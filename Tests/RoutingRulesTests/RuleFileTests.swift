@@ -1,4 +1,5 @@
 import CoatyJSON
+import CoatyTestSupport
 import Foundation
 import JsonLogic
 import RoutingRules
@@ -163,9 +164,49 @@ import Testing
         #expect(
             error.problems.map(\.description) == [
                 "\(directory.file("gone.json")): cannot read the file: No such file or directory",
-                "\(directory.file("folder.json")): cannot read the file: Is a directory",
-                "\(directory.file("huge.json")): the file is larger than 4 MiB",
+                "\(directory.file("folder.json")): not a regular file (a directory)",
+                "\(directory.file("huge.json")): 4.1 MiB is larger than the limit of 1 MiB",
             ])
+    }
+
+    /// A device would be read without end, a FIFO would block the check (and a reload) until a writer comes.
+    @Test func devicesAndFIFOsAreRefusedWithoutReadingOrWaiting() throws {
+        #expect(throws: RuleLoadError(problems: [
+            RuleFileProblem(file: "/dev/zero", location: .file, reason: "not a regular file (a character device)")
+        ])) { try RoutingRuleSet.load(files: ["/dev/zero"]) }
+
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("a.json", rulesDocument(["a"]))
+        try makeFIFO(directory.file("x.json"))
+        let error = returnsPromptly(unblocking: directory.file("x.json")) { () -> RuleLoadError? in
+            do throws(RuleLoadError) {
+                _ = try RoutingRuleSet.load(directory: directory.path)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(error??.description == "\(directory.file("x.json")): not a regular file (a FIFO)")
+    }
+
+    @Test func aKeyGivenTwiceIsAnErrorAtItsPath() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("top.json", "{\"rules\": [],\n \"rules\": []}")
+        try directory.write("nested.json", #"""
+            {"rules": [
+              {"name": "a", "valueType": "*", "condition": {"and": [{"===": [{"var": "context.operatingState"}, "normal"]}],
+                                                         "and": [true]}}
+            ]}
+            """#)
+        let error = try #require(throws: RuleLoadError.self) {
+            try RoutingRuleSet.load(files: [directory.file("top.json"), directory.file("nested.json")])
+        }
+        #expect(error.problems.map(\.description) == [
+            "\(directory.file("top.json")): $.rules: duplicate key (line 2, column 2)",
+            "\(directory.file("nested.json")): $.rules[0].condition.and: duplicate key (line 3, column 46)",
+        ])
     }
 
     @Test func ruleSetRejectsDuplicateNames() throws {
