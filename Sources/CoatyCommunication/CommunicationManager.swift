@@ -386,7 +386,30 @@ public final class CommunicationManager: Sendable {
             communicationStateBroadcast.send(.offline)
         case .disconnected:
             state.withLock { $0.isOnline = false }
+        case .unwritten(let messages):
+            countUnwritten(messages)
         }
+    }
+
+    /// Publications that libmosquitto had queued but not written when the connection ended: QoS 0 has no resend,
+    /// so they are lost, and counted (values per source by their route).
+    private func countUnwritten(_ messages: [MQTTMessage]) {
+        let (sourcesByRoute, hasLeft) = state.withLock { state in
+            let sourceIds = ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }
+            let routes = sourceIds.compactMap { id in state.routing.route(ofSource: id).map { ($0, id) } }
+            return (Dictionary(routes, uniquingKeysWith: { first, _ in first }), state.hasLeft)
+        }
+        let joinTopics = Set(state.withLock { joinMessages(nodes: $0.ioNodes) }.map(\.topic))
+        let publications = messages.map { message in
+            let kind: PublicationKind =
+                if let sourceId = sourcesByRoute[message.topic] { .value(sourceId: sourceId) }
+                else if joinTopics.contains(message.topic) || message.topic == topic(.deadvertise) { .join }
+                else { .event }
+            return QueuedPublication(message: message, kind: kind)
+        }
+        drops.drop(
+            publications, hasLeft ? .stop : .connectionLost,
+            because: "the connection ended before they were written to it")
     }
 
     /// A failed attempt to connect, logged by the budget of `ConnectionFailureLog`.

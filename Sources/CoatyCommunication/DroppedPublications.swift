@@ -11,6 +11,8 @@ public enum ValueDropReason: String, Sendable, Hashable, CaseIterable {
     case superseded
     /// The agent was offline and its offline queue was full (see `OfflineQueueLimits`).
     case offlineQueueFull = "offline queue full"
+    /// The connection ended while the value waited in libmosquitto's queue, not yet written to the socket.
+    case connectionLost = "connection lost"
     /// The broker connection refused the publication (a payload over MQTT's limit).
     case payloadRejected = "payload rejected"
     /// The agent stopped before the value could be sent.

@@ -128,4 +128,34 @@ import Testing
         #expect(sources.droppedValues(of: source.objectId, .noAssociation) == 1)
         for agent in [actors, router] { await agent.stop() }
     }
+
+    /// Values handed to libmosquitto but not yet written when the connection breaks are gone (QoS 0): counted as
+    /// "connection lost". A frozen broker reads nothing, so the socket's buffers fill and the rest waits in
+    /// libmosquitto's queue until the broker is killed. (Those written into the socket's buffers are lost unseen:
+    /// QoS 0 has no acknowledgement.)
+    @Test func valuesNotYetWrittenWhenTheConnectionBreaksAreCounted() async throws {
+        let broker = try await TestBroker.started()
+        let log = LogLines()
+        let (sources, actors, router) = try await associatedAgents(broker, log: log, limits: OfflineQueueLimits())
+        let received = Recorder(try actors.observeIoValue(of: actor))
+        broker.send(SIGSTOP)
+        let payload = JSONValue.string(String(repeating: "x", count: 4000))
+        for _ in 0..<5000 {
+            #expect(try sources.publishIoValue(.json(payload), of: source))
+        }
+        try await broker.kill()
+        try await poll(within: .seconds(20)) { sources.droppedValues(of: source.objectId, .connectionLost) > 0 }
+        let lost = sources.droppedValues(of: source.objectId, .connectionLost)
+        // The socket's buffers hold a few MB at most: most of the 20 MB waited in libmosquitto's queue.
+        #expect((1000...5000).contains(lost))
+        #expect(log.contains("publications: the connection ended before they were written to it"), "\(log.lines)")
+        #expect(sources.droppedValues(.offlineQueueFull) == 0)
+        try await broker.start()
+        try await poll(within: .seconds(20)) { sources.communicationState == .online && actors.communicationState == .online }
+        #expect(try sources.publishIoValue(.json(1), of: source))
+        try await received.wait { $0.contains(.json(1)) }
+        // libmosquitto discards its queue when it reconnects: what was counted lost does not come late.
+        #expect(received.elements == [.json(1)])
+        for agent in [sources, actors, router] { await agent.stop() }
+    }
 }
