@@ -11,8 +11,9 @@ import Synchronization
 /// connect, in the protocol's order: subscriptions, then the agent's Identity and IoNode advertisements, then the
 /// queued publications. The queue is bounded (`CommunicationOptions.offlineQueue`); what gives way, and every
 /// other value of an own source that does not go out, is counted by reason (`droppedValues`) and logged.
-/// Observations are `ObservationStream`s that end when the manager stops or the consumer stops iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its
-/// own IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
+/// Observations are `ObservationStream`s that end when the manager stops or the consumer stops iterating. The
+/// manager answers Discover for its identity and IO nodes, keeps the association state of its own IO points, and
+/// leaves a Deadvertise of its identity and nodes as MQTT last will.
 public final class CommunicationManager: Sendable {
     public let identity: Identity
     public let options: CommunicationOptions
