@@ -24,7 +24,7 @@ import Testing
             return (metrics[read] ?? 0) >= 3 && (metrics[dropped("no association")] ?? 0) >= 3
         }
         let metrics = try await scrape(port: metricsPort)
-        for reason in ["superseded", "offline queue full", "payload rejected", "stop"] {
+        for reason in ["superseded", "offline queue full", "connection lost", "payload rejected", "stop"] {
             #expect(metrics[dropped(reason)] == 0, "\(reason) in \(metrics)")
         }
         #expect(metrics["coaty_edge_values_routed_total{source=\"\(Agents.sourceId)\"}"] == 0, "\(metrics)")
