@@ -81,7 +81,8 @@ final class DroppedPublications: Sendable {
         if amount > 0 { counter.increment(by: amount) }
     }
 
-    /// Counts publications that gave way or could not be sent, and logs them within the budget.
+    /// Counts publications that gave way or could not be sent, and logs them within the budget: at notice level for
+    /// a stop, which the operator asked for, and as a warning otherwise.
     func drop(_ dropped: [QueuedPublication], _ reason: ValueDropReason, because explanation: @autoclosure () -> String) {
         // Join events are never dropped by a bound; at a stop the last will says what an unsent Deadvertise would.
         let publications = dropped.filter { $0.kind != .join }
@@ -102,6 +103,6 @@ final class DroppedPublications: Sendable {
             logger.warning("\(suppressed) more drops of publications were not logged")
         }
         let what = publications.count == 1 ? "a publication on \(publications[0].message.topic)" : "\(publications.count) publications"
-        logger.warning("dropped \(what): \(explanation())")
+        logger.log(level: reason == .stop ? .notice : .warning, "dropped \(what): \(explanation())")
     }
 }
