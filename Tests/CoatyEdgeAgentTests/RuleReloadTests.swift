@@ -50,7 +50,7 @@ import Testing
 
         func associations() -> Set<String> { Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" }) }
         func nextAssociate() async throws -> String {
-            let message = try await sniffer.nextMessage()
+            let message = try await sniffer.nextMessage(timeout: .seconds(30))
             let event = try JSONValue(parsing: message.payload)
             let pair = "\(event["ioSourceId"]?.stringValue ?? "")>\(event["ioActorId"]?.stringValue ?? "")"
             return event["associatingRoute"] == nil ? "-" + pair : "+" + pair
