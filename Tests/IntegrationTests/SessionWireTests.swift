@@ -85,6 +85,8 @@ import Testing
                 try? await Task.sleep(for: .microseconds(50))
             }
         }
+        // Also when the test fails on the way: the asker would publish for the rest of the run.
+        defer { asking.cancel() }
         var agents: [CommunicationManager] = []
         for round in 0..<15 {
             let agent = CommunicationManager(identity: Identity(name: "Leaving \(round)"), options: CommunicationOptions(port: broker.port))
