@@ -233,7 +233,7 @@ run_files() {
     check_file "config check with a duplicate key" "$bin" config check "$files/duplicate.json"
     python3 - "$work/sensors.json" "$files/utf8.json" <<'PY'
 import sys
-text = open(sys.argv[1], "rb").read().replace(b'"name": "stress"', b'"name": "stress\xff\xfe"')
+text = open(sys.argv[1], "rb").read().replace(b'"name": "sensors"', b'"name": "sensors\xff\xfe"')
 open(sys.argv[2], "wb").write(text)
 PY
     check_file "config check with invalid UTF-8 in a string" "$bin" config check "$files/utf8.json"
