@@ -29,13 +29,10 @@ final class SourceDevices: Sendable {
     /// SUBSCRIBE reach the broker first: that takes a coaty-edge actor milliseconds and a Coaty JS actor one turn
     /// of its event loop, so a second leaves room for a busy Pi or a slow network. Readings made meanwhile go out
     /// as usual; the latest of them is sent once more, so an actor that subscribed in time may see it twice.
-    let latestValueDelay: Duration
-    init(
-        devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool,
-        latestValueDelay: Duration = .seconds(1)
-    ) {
+    static let latestValueDelay: Duration = .seconds(1)
+
+    init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool) {
         self.devices = devices
-        self.latestValueDelay = latestValueDelay
         self.sources = sources
         self.status = status
         self.buses = buses
@@ -160,8 +157,9 @@ final class SourceDevices: Sendable {
         defer { pending?.cancel() }
         for await count in sources.associates(of: source) where count > 0 {
             pending?.cancel()
-            pending = Task { [latestValueDelay] in
-                guard (try? await Task.sleep(for: latestValueDelay)) != nil, sources.isAssociated(source) else { return }
+            // Cancelled by the next Associate, and when this task ends.
+            pending = Task {
+                guard (try? await Task.sleep(for: Self.latestValueDelay)) != nil, sources.isAssociated(source) else { return }
                 do {
                     try latest.withLock { latest throws(CoatyError) in
                         guard let value = latest[source.objectId] else { return }
