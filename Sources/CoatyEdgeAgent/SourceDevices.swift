@@ -17,18 +17,19 @@ final class SourceDevices: Sendable {
     private let buses: I2CBusPool
     /// The latest value of each source. A source's first reading comes before any router associated it and is
     /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
-    /// input publishes only on a change, so a source that becomes associated sends its latest value at once. Sources
-    /// of a failing device have none: that value would be stale.
-    private let latest = Mutex<[String: LatestValue]>([:])
+    /// input publishes only on a change, so a source that becomes associated sends its latest value, after
+    /// `latestValueDelay`. Sources of a failing device have none: that value would be stale.
+    private let latest = Mutex<[String: JSONValue]>([:])
     /// The sources with `useRawIoValues`: their values go out as the UTF-8 bytes of the value's JSON text (`21.5`,
     /// `true`), the same bytes a JSON source sends, so that raw actors (Coaty JS ones too) can take them. Set by `run`.
     private let rawSourceIds = Mutex<Set<String>>([])
-
-    private struct LatestValue {
-        var value: JSONValue
-        /// Whether the source controller took it while the source had its current association.
-        var isSent: Bool
-    }
+    /// How long after an Associate a source sends its latest value. The actor reads the same Associate (the broker
+    /// hands it to both at once) and subscribes to the route only then: a value sent at once reaches the broker
+    /// before that subscription and is lost (Coaty JS actors missed it every time). The delay lets the actor's
+    /// SUBSCRIBE reach the broker first: that takes a coaty-edge actor milliseconds and a Coaty JS actor one turn
+    /// of its event loop, so a second leaves room for a busy Pi or a slow network. Readings made meanwhile go out
+    /// as usual; the latest of them is sent once more, so an actor that subscribed in time may see it twice.
+    static let latestValueDelay: Duration = .seconds(1)
 
     init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool) {
         self.devices = devices
@@ -63,7 +64,7 @@ final class SourceDevices: Sendable {
                 group.addTask { await self.watch(input, logger: logger) }
             }
             for source in deviceSourceIds.compactMap({ sourcesById[$0] }) {
-                group.addTask { await self.publishMissedValues(of: source, logger: logger) }
+                group.addTask { await self.publishLatestValue(of: source, logger: logger) }
             }
         }
     }
@@ -134,8 +135,8 @@ final class SourceDevices: Sendable {
     /// value sent on association can never overtake a newer reading.
     private func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
         try latest.withLock { latest throws(CoatyError) in
-            let isSent = try sources.publish(ioValue(value, from: sourceId), from: sourceId)
-            latest[sourceId] = LatestValue(value: value, isSent: isSent)
+            try sources.publish(ioValue(value, from: sourceId), from: sourceId)
+            latest[sourceId] = value
         }
     }
 
@@ -149,22 +150,24 @@ final class SourceDevices: Sendable {
         }
     }
 
-    /// Each time `source` becomes associated, publishes its latest value unless a reading went out since. The source
-    /// controller has applied the association when its stream reports it, so the value is not dropped again.
-    private func publishMissedValues(of source: IoSource, logger: Logger) async {
-        for await isAssociated in sources.associations(of: source) {
-            do {
-                try latest.withLock { latest throws(CoatyError) in
-                    guard var entry = latest[source.objectId] else { return }
-                    if !isAssociated {
-                        entry.isSent = false
-                    } else if !entry.isSent {
-                        entry.isSent = try sources.publish(ioValue(entry.value, from: source.objectId), from: source.objectId)
+    /// `latestValueDelay` after each Associate that leaves `source` associated (a later one starts the wait again),
+    /// publishes its latest value if it still is associated.
+    private func publishLatestValue(of source: IoSource, logger: Logger) async {
+        var pending: Task<Void, Never>?
+        defer { pending?.cancel() }
+        for await count in sources.associates(of: source) where count > 0 {
+            pending?.cancel()
+            // Cancelled by the next Associate, and when this task ends.
+            pending = Task {
+                guard (try? await Task.sleep(for: Self.latestValueDelay)) != nil, sources.isAssociated(source) else { return }
+                do {
+                    try latest.withLock { latest throws(CoatyError) in
+                        guard let value = latest[source.objectId] else { return }
+                        try sources.publish(ioValue(value, from: source.objectId), from: source.objectId)
                     }
-                    latest[source.objectId] = entry
+                } catch {
+                    logger.error("cannot publish the latest value of \(source.name): \(error)")
                 }
-            } catch {
-                logger.error("cannot publish the latest value of \(source.name): \(error)")
             }
         }
     }

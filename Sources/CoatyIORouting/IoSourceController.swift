@@ -51,6 +51,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             let changed = source.association.value != ioState.hasAssociations || source.updateRate.value != ioState.updateRate
             source.association.send(ioState.hasAssociations)
             source.updateRate.send(ioState.updateRate)
+            if ioState.hasAssociations { source.associates.send(source.associates.value + 1) }
             guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return }
             source.timer?.cancel()
             source.timer = nil
@@ -149,6 +150,12 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         state.withLock { $0.sources[source.objectId]?.association.stream() } ?? .finished
     }
 
+    /// How many Associates that leave the source associated it has taken (0 before the first), then every new one:
+    /// unlike `associations(of:)`, this also tells of an actor that joins a source already associated with another.
+    public func associates(of source: IoSource) -> ObservationStream<Int> {
+        state.withLock { $0.sources[source.objectId]?.associates.stream() } ?? .finished
+    }
+
     /// The update rate the router asks of the source (milliseconds; nil when none), then every change.
     public func updateRates(of source: IoSource) -> ObservationStream<Double?> {
         state.withLock { $0.sources[source.objectId]?.updateRate.stream() } ?? .finished
@@ -187,6 +194,7 @@ private struct SourceEntry {
     var timer: Task<Void, Never>?
     var timerGeneration = 0
     let association = CurrentValueBroadcast(false)
+    let associates = CurrentValueBroadcast(0)
     let updateRate = CurrentValueBroadcast<Double?>(nil)
     var dropped = 0
     let counters: SourceCounters

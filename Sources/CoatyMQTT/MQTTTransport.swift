@@ -119,28 +119,48 @@ public struct MQTTTLSOptions: Sendable, Equatable {
     }
 }
 
-/// Exponential backoff between connection attempts: `minimumDelay`, doubled after each failed attempt up to
-/// `maximumDelay`; after `maximumAttempts` failed attempts in a row (nil = never) the transport gives up.
+/// Backoff between connection attempts with full jitter and a low ceiling: the delay before an attempt is drawn
+/// uniformly from `minimumDelay` up to a ceiling that starts at `minimumDelay` and doubles after each failed attempt up
+/// to `maximumDelay`; after `maximumAttempts` failed attempts in a row (nil = never) the transport gives up.
+///
+/// The defaults (0.1 s to 0.3 s) bring an agent back within a third of a second of its broker, after an outage of any
+/// length, while an attempt costs one refused TCP connect; the jitter keeps the agents of a site from reconnecting in
+/// lockstep.
 public struct MQTTReconnectPolicy: Sendable, Equatable {
     public var minimumDelay: Duration
     public var maximumDelay: Duration
     public var maximumAttempts: Int?
 
-    public init(minimumDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), maximumAttempts: Int? = nil) {
+    public init(
+        minimumDelay: Duration = .milliseconds(100), maximumDelay: Duration = .milliseconds(300), maximumAttempts: Int? = nil
+    ) {
         self.minimumDelay = minimumDelay
         self.maximumDelay = maximumDelay
         self.maximumAttempts = maximumAttempts
     }
 
-    /// The delay before attempt `attempt` (1-based).
-    public func delay(beforeAttempt attempt: Int) -> Duration {
-        var delay = minimumDelay
+    /// The longest delay before attempt `attempt` (1-based).
+    public func ceiling(beforeAttempt attempt: Int) -> Duration {
+        var ceiling = minimumDelay
         var remaining = max(0, attempt - 1)
-        while remaining > 0 && delay < maximumDelay {
-            delay *= 2
+        while remaining > 0 && ceiling < maximumDelay {
+            ceiling *= 2
             remaining -= 1
         }
-        return min(delay, maximumDelay)
+        return max(minimumDelay, min(ceiling, maximumDelay))
+    }
+
+    /// The delay before attempt `attempt` (1-based): drawn from `minimumDelay...ceiling(beforeAttempt:)`.
+    public func delay(beforeAttempt attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
+        let lowest = minimumDelay / .nanoseconds(1)
+        let highest = ceiling(beforeAttempt: attempt) / .nanoseconds(1)
+        guard highest > lowest else { return minimumDelay }
+        return .nanoseconds(Int64.random(in: Int64(lowest)...Int64(highest), using: &generator))
+    }
+
+    public func delay(beforeAttempt attempt: Int) -> Duration {
+        var generator = SystemRandomNumberGenerator()
+        return delay(beforeAttempt: attempt, using: &generator)
     }
 }
 

@@ -17,7 +17,7 @@ import CoatySharedObjects
 /// {
 ///   "common": {"agentIdentity": {"name": "Greenhouse"}, "ioContextNodes": {"<context>": {"ioSources": [], "ioActors": [], "characteristics": {}}}},
 ///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
-///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 1, "maxDelay": 30},
+///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 0.1, "maxDelay": 0.3},
 ///                     "maxInboundPayload": 262144},
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
@@ -302,11 +302,18 @@ public struct Configuration: Sendable {
         }
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])
-            let minimum = try reconnect.optional("minDelay")?.number(in: 0.1...3600) ?? 1
-            let maximum = try reconnect.optional("maxDelay")?.number(in: 0.1...86400) ?? 30
+            let defaults = MQTTReconnectPolicy()
+            var minimum = defaults.minimumDelay
+            if let seconds = try reconnect.optional("minDelay")?.number(in: 0.1...3600) {
+                minimum = .milliseconds(Int64(seconds * 1000))
+            }
+            var maximum = max(defaults.maximumDelay, minimum)
+            if let seconds = try reconnect.optional("maxDelay")?.number(in: 0.1...86400) {
+                maximum = .milliseconds(Int64(seconds * 1000))
+            }
             guard maximum >= minimum else { throw reconnect.error("\"maxDelay\" must not be less than \"minDelay\"") }
             options.reconnect = MQTTReconnectPolicy(
-                minimumDelay: .milliseconds(Int64(minimum * 1000)), maximumDelay: .milliseconds(Int64(maximum * 1000)),
+                minimumDelay: minimum, maximumDelay: maximum,
                 maximumAttempts: try reconnect.optional("maxAttempts")?.integer(in: 1...Int.max))
         }
         return options

@@ -55,20 +55,65 @@ import Testing
 }
 
 @Suite struct MQTTReconnectPolicyTests {
-    @Test func doublesFromMinimumUpToMaximum() {
+    @Test func theCeilingDoublesFromMinimumUpToMaximum() {
         let policy = MQTTReconnectPolicy(minimumDelay: .seconds(1), maximumDelay: .seconds(30))
-        #expect((1...7).map(policy.delay(beforeAttempt:)) == [1, 2, 4, 8, 16, 30, 30].map { .seconds($0) })
-        #expect(policy.delay(beforeAttempt: 10_000) == .seconds(30))
+        #expect((1...7).map(policy.ceiling(beforeAttempt:)) == [1, 2, 4, 8, 16, 30, 30].map { .seconds($0) })
+        #expect(policy.ceiling(beforeAttempt: 10_000) == .seconds(30))
     }
 
-    @Test func clampsToTheMaximumEvenBetweenDoublings() {
+    @Test func theCeilingClampsToTheMaximumEvenBetweenDoublings() {
         let policy = MQTTReconnectPolicy(minimumDelay: .milliseconds(100), maximumDelay: .milliseconds(250))
-        #expect((1...4).map(policy.delay(beforeAttempt:)) == [100, 200, 250, 250].map { .milliseconds($0) })
+        #expect((1...4).map(policy.ceiling(beforeAttempt:)) == [100, 200, 250, 250].map { .milliseconds($0) })
     }
 
     @Test func treatsAttemptsBelowOneAsTheFirst() {
         let policy = MQTTReconnectPolicy(minimumDelay: .milliseconds(10), maximumDelay: .seconds(1))
         #expect(policy.delay(beforeAttempt: 0) == .milliseconds(10))
         #expect(policy.delay(beforeAttempt: -3) == .milliseconds(10))
+    }
+
+    /// Full jitter: every delay lies between the minimum and the attempt's ceiling, and they spread over that range
+    /// (agents that lost the broker together do not come back in lockstep).
+    @Test func delaysAreJitteredBetweenMinimumAndCeiling() {
+        let policy = MQTTReconnectPolicy(minimumDelay: .milliseconds(100), maximumDelay: .seconds(1))
+        var generator = SplitMix64(seed: 12)
+        for attempt in 1...8 {
+            let ceiling = policy.ceiling(beforeAttempt: attempt)
+            let delays = (0..<500).map { _ in policy.delay(beforeAttempt: attempt, using: &generator) }
+            #expect(delays.allSatisfy { $0 >= .milliseconds(100) && $0 <= ceiling }, "attempt \(attempt)")
+            guard attempt > 1 else {
+                #expect(Set(delays) == [.milliseconds(100)])
+                continue
+            }
+            // Both ends of the range are reached within a tenth of it.
+            let tenth = (ceiling - .milliseconds(100)) / 10
+            #expect(delays.contains { $0 < .milliseconds(100) + tenth } && delays.contains { $0 > ceiling - tenth }, "attempt \(attempt)")
+        }
+    }
+
+    /// The default resumes fast after an outage of any length: no delay is longer than 0.3 s, and none shorter than
+    /// 0.1 s, so attempts against a broker that is away stay at a few per second.
+    @Test func theDefaultCeilingIsLow() {
+        let policy = MQTTReconnectPolicy()
+        var generator = SplitMix64(seed: 7)
+        let delays = (1...1000).map { policy.delay(beforeAttempt: $0, using: &generator) }
+        #expect(delays.allSatisfy { $0 >= .milliseconds(100) && $0 <= .milliseconds(300) })
+        #expect(policy.ceiling(beforeAttempt: 1_000_000) == .milliseconds(300))
+        #expect(policy.maximumAttempts == nil)
+    }
+}
+
+/// A seeded generator, so that a failing draw can be repeated.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -155,4 +155,54 @@ import Testing
         await container.shutdown()
         try await broker.stop()
     }
+
+    /// With the default reconnect policy, the first value reaches the actor soon after a broker that was away for
+    /// long: the old exponential backoff (1 s doubling to 30 s) had stretched its attempts to 8 s apart after this
+    /// outage and came back up to 7 s late; a jittered 0.1 s to 0.3 s comes back within a third of a second.
+    @Test func theFirstValueReachesTheActorSoonAfterALongOutage() async throws {
+        let broker = try await TestBroker.started()
+        let context = "Outage"
+        let valueType = "coaty.test.Temperature[Celsius]"
+        let source = IoSource(name: "Temperature", valueType: valueType)
+        let actor = IoActor(name: "Display", valueType: valueType)
+        let sources = IoSourceController()
+        let actors = IoActorController()
+        func agent(_ name: String, _ node: IoNodeDefinition?, _ controller: (String, any Controller)) async throws -> Container {
+            // The default reconnect policy, as an agent without "reconnect" in its configuration has.
+            try await Container.resolve(
+                configuration: Configuration(
+                    identity: Identity(name: name), ioNodes: node.map { [$0] } ?? [], communication: CommunicationOptions(port: broker.port)),
+                controllers: [controller])
+        }
+        let sourceAgent = try await agent("source", IoNodeDefinition(contextName: context, ioSources: [source]), ("Sources", sources))
+        let actorAgent = try await agent("actor", IoNodeDefinition(contextName: context, ioActors: [actor]), ("Actors", actors))
+        let routerAgent = try await agent("router", nil, ("Router", IoRouter(context: IoContext(name: context))))
+        let values = Recorder(actors.values(of: actor))
+        for agent in [routerAgent, actorAgent, sourceAgent] { agent.start() }
+        // 10 values a second, as a polled sensor.
+        let producing = Task {
+            var count = 0
+            while !Task.isCancelled {
+                count += 1
+                _ = try? sources.publish(.number(Double(count)), from: source)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { producing.cancel() }
+        _ = try await values.wait(count: 3, within: .seconds(20))
+
+        try await broker.kill()
+        try await poll { sourceAgent.communicationManager.communicationState != .online }
+        try await Task.sleep(for: .milliseconds(7500))
+        let received = values.elements.count
+        let restarted = ContinuousClock.now
+        try await broker.start()
+        _ = try await values.wait(count: received + 1, within: .seconds(30))
+        let resume = ContinuousClock.now - restarted
+        #expect(resume < .seconds(3), "the first value came \(resume) after the broker was started again")
+
+        producing.cancel()
+        for agent in [sourceAgent, actorAgent, routerAgent] { await agent.shutdown() }
+        try await broker.stop()
+    }
 }

@@ -105,8 +105,15 @@ public final class TestClient: Sendable {
     public func events(through event: MQTTConnectionEvent, timeout: Duration = .seconds(10)) async throws
         -> [MQTTConnectionEvent]
     {
-        try await inbox.take("event \(event)", timeout: timeout) { inbox in
-            guard let index = inbox.events.firstIndex(of: event) else { return nil }
+        try await events(through: "event \(event)", timeout: timeout) { $0 == event }
+    }
+
+    /// Takes the events up to and including the first that `matches` (`what` names it in a timeout).
+    public func events(
+        through what: String, timeout: Duration = .seconds(10), where matches: @escaping @Sendable (MQTTConnectionEvent) -> Bool
+    ) async throws -> [MQTTConnectionEvent] {
+        try await inbox.take(what, timeout: timeout) { inbox in
+            guard let index = inbox.events.firstIndex(where: matches) else { return nil }
             defer { inbox.events.removeFirst(index + 1) }
             return Array(inbox.events[...index])
         }
