@@ -300,9 +300,10 @@ public struct Configuration: Sendable {
             // Bytes; from a size that still holds an identity or IO node advertisement to MQTT's largest payload.
             options.maximumInboundPayload = try maximum.integer(in: 1024...MQTTConnectOptions.maximumPayload)
         }
+        options.reconnect = .fastResume
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])
-            let defaults = MQTTReconnectPolicy()
+            let defaults = MQTTReconnectPolicy.fastResume
             var minimum = defaults.minimumDelay
             if let seconds = try reconnect.optional("minDelay")?.number(in: 0.1...3600) {
                 minimum = .milliseconds(Int64(seconds * 1000))

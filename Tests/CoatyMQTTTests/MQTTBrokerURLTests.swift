@@ -91,10 +91,10 @@ import Testing
         }
     }
 
-    /// The default resumes fast after an outage of any length: no delay is longer than 0.3 s, and none shorter than
-    /// 0.1 s, so attempts against a broker that is away stay at a few per second.
+    /// The agents' default resumes fast after an outage of any length: no delay is longer than 0.3 s, and none shorter
+    /// than 0.1 s, so attempts against a broker that is away stay at a few per second.
     @Test func theDefaultCeilingIsLow() {
-        let policy = MQTTReconnectPolicy()
+        let policy = MQTTReconnectPolicy.fastResume
         var generator = SplitMix64(seed: 7)
         let delays = (1...1000).map { policy.delay(beforeAttempt: $0, using: &generator) }
         #expect(delays.allSatisfy { $0 >= .milliseconds(100) && $0 <= .milliseconds(300) })

@@ -167,11 +167,13 @@ import Testing
         let actor = IoActor(name: "Display", valueType: valueType)
         let sources = IoSourceController()
         let actors = IoActorController()
+        // The communication options of an agent configuration without "reconnect": its default policy.
+        let communication = try Configuration.parse(
+            Array(#"{"communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"}}"#.utf8), source: "agent.json").communication
+        #expect(communication.reconnect == .fastResume)
         func agent(_ name: String, _ node: IoNodeDefinition?, _ controller: (String, any Controller)) async throws -> Container {
-            // The default reconnect policy, as an agent without "reconnect" in its configuration has.
             try await Container.resolve(
-                configuration: Configuration(
-                    identity: Identity(name: name), ioNodes: node.map { [$0] } ?? [], communication: CommunicationOptions(port: broker.port)),
+                configuration: Configuration(identity: Identity(name: name), ioNodes: node.map { [$0] } ?? [], communication: communication),
                 controllers: [controller])
         }
         let sourceAgent = try await agent("source", IoNodeDefinition(contextName: context, ioSources: [source]), ("Sources", sources))
