@@ -58,9 +58,16 @@ public final class ChildProcess: Sendable {
         self.command = command
         let process = Process()
         // Foundation starts the child as the leader of a process group of its own, so that a time limit can kill
-        // whatever it started along with it; env finds the command on PATH.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command.arguments
+        // whatever it started along with it. A child inherits the signal mask of the thread that spawns it, and
+        // Foundation may spawn from a thread of its own that blocks SIGHUP, SIGINT and SIGTERM (a broker started so
+        // never reloads, seen with SIGHUP pending for minutes): perl, which every Debian has, clears the mask and runs
+        // env, which takes the command's `-u NAME` options and finds it on PATH.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
+        process.arguments = [
+            "-MPOSIX", "-e",
+            #"sigprocmask(SIG_SETMASK, POSIX::SigSet->new) or die "sigprocmask: $!\n"; exec { "/usr/bin/env" } "env", @ARGV or die "env: $!\n""#,
+            "--",
+        ] + command.arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin"
         // The test process runs under the umockdev preload, with this process's testbed once an emulation started;

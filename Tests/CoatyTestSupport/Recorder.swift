@@ -60,7 +60,7 @@ public struct TimeoutError: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it holds, failing after `deadline`.
-public func poll(within deadline: Duration = .seconds(10), _ what: String = "a condition", _ condition: () -> Bool) async throws {
+public func poll(within deadline: Duration = .seconds(30), _ what: String = "a condition", _ condition: () -> Bool) async throws {
     let clock = ContinuousClock()
     let end = clock.now.advanced(by: deadline)
     while !condition() {

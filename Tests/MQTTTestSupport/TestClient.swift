@@ -82,11 +82,11 @@ public final class TestClient: Sendable {
         try publish(topic, Array(text.utf8), retain: retain)
     }
 
-    public func nextMessage(timeout: Duration = .seconds(10)) async throws -> MQTTMessage {
+    public func nextMessage(timeout: Duration = .seconds(30)) async throws -> MQTTMessage {
         try await nextMessages(1, timeout: timeout)[0]
     }
 
-    public func nextMessages(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [MQTTMessage] {
+    public func nextMessages(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [MQTTMessage] {
         try await inbox.take("\(count) message(s)", timeout: timeout) { inbox in
             guard inbox.messages.count >= count else { return nil }
             defer { inbox.messages.removeFirst(count) }
@@ -95,14 +95,14 @@ public final class TestClient: Sendable {
     }
 
     /// The next message the transport dropped for its size (`MQTTInbound.oversized`).
-    public func nextOversized(timeout: Duration = .seconds(10)) async throws -> MQTTInbound {
+    public func nextOversized(timeout: Duration = .seconds(30)) async throws -> MQTTInbound {
         try await inbox.take("an oversized message", timeout: timeout) { inbox in
             inbox.oversized.isEmpty ? nil : inbox.oversized.removeFirst()
         }
     }
 
     /// Takes the events up to and including the first `event`.
-    public func events(through event: MQTTConnectionEvent, timeout: Duration = .seconds(10)) async throws
+    public func events(through event: MQTTConnectionEvent, timeout: Duration = .seconds(30)) async throws
         -> [MQTTConnectionEvent]
     {
         try await events(through: "event \(event)", timeout: timeout) { $0 == event }
@@ -110,7 +110,7 @@ public final class TestClient: Sendable {
 
     /// Takes the events up to and including the first that `matches` (`what` names it in a timeout).
     public func events(
-        through what: String, timeout: Duration = .seconds(10), where matches: @escaping @Sendable (MQTTConnectionEvent) -> Bool
+        through what: String, timeout: Duration = .seconds(30), where matches: @escaping @Sendable (MQTTConnectionEvent) -> Bool
     ) async throws -> [MQTTConnectionEvent] {
         try await inbox.take(what, timeout: timeout) { inbox in
             guard let index = inbox.events.firstIndex(where: matches) else { return nil }
@@ -162,7 +162,7 @@ private final class Inbox: Sendable {
 
     /// Waits until `take` finds what it needs and takes it out.
     func take<T: Sendable>(
-        _ what: String, timeout: Duration = .seconds(10), _ take: @escaping @Sendable (inout Content) -> T?
+        _ what: String, timeout: Duration = .seconds(30), _ take: @escaping @Sendable (inout Content) -> T?
     ) async throws -> T {
         try await withThrowingTaskGroup(of: T.self) { group in
             group.addTask { try await self.take(take) }
