@@ -286,9 +286,9 @@ struct BrokerAccessTests {
         let removal = try await Command(Deploy.path("broker-user.sh"), "--root", root.path, "remove", agentB.user).run()
         #expect(removal.succeeded, "\(removal.errors)")
         #expect(!(try root.read("etc/mosquitto/coaty-edge.acl")).contains("user agent-b\n"))
-        // mosquitto 2.0.11 blocks its signals while it waits in epoll_wait and takes them when the wait ends: an idle
-        // broker may hold a SIGHUP pending for a long time (seen: over 20 s, SIGHUP in ShdPnd). So a connection
-        // attempt (anonymous, refused) wakes it after the signal, as any client would on a live broker.
+        // A broker once held SIGHUP pending for minutes (ShdPnd 1, SIGHUP in its blocked mask, inherited from the
+        // thread that spawned it; ChildProcess now clears the mask). A connection attempt (anonymous, refused) after
+        // each signal also ends an idle broker's wait at once, as any client would on a live broker.
         var reloaded = false
         for _ in 0..<3 where !reloaded {
             kill(broker.process.processIdentifier, SIGHUP)
