@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <time.h>
 
 #define MAX_CHIPS 64
 #define MAX_LINES 256
@@ -24,6 +26,7 @@ typedef struct {
     bool level;
     int failure;
     char consumer[32];
+    char name[32]; // empty: "line<offset>"
 } line_state;
 
 typedef struct {
@@ -154,6 +157,134 @@ int coaty_emu_gpio_drive(int number, int line, const bool *levels, size_t count,
     return result;
 }
 
+int coaty_emu_gpio_name_line(int number, int line, const char *name, char *error, size_t error_size) {
+    pthread_mutex_lock(&coaty_emu_lock);
+    gpio_chip *chip = find_chip(number);
+    int result = -1;
+    if (chip == NULL) {
+        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
+    } else if (line < 0 || line >= chip->line_count) {
+        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
+    } else {
+        snprintf(chip->lines[line].name, sizeof chip->lines[line].name, "%s", name);
+        result = 0;
+    }
+    pthread_mutex_unlock(&coaty_emu_lock);
+    return result;
+}
+
+// The kernel's GPIO v1 event FIFO holds 16 events per line request; a pulse train drops what does not fit, as
+// the kernel does when the reader falls behind.
+#define KERNEL_EVENT_FIFO 16
+
+typedef struct {
+    int chip;
+    int line;
+    double rate;
+    uint64_t count;
+    pthread_t thread;
+    uint64_t delivered;
+    uint64_t dropped;
+} pulse_train;
+
+// One edge of a pulse train: the level changes and, if the FIFO has room, the requester gets the event.
+static void train_edge(pulse_train *train, bool level) {
+    pthread_mutex_lock(&coaty_emu_lock);
+    gpio_chip *chip = find_chip(train->chip);
+    if (chip != NULL) {
+        line_state *state = &chip->lines[train->line];
+        state->level = level;
+        line_request *request = find_event_request(train->chip, train->line);
+        bool active = level != state->active_low;
+        uint32_t wanted = active ? GPIOEVENT_REQUEST_RISING_EDGE : GPIOEVENT_REQUEST_FALLING_EDGE;
+        if (request != NULL && (request->event_flags & wanted)) {
+            int pending = 0;
+            ioctl(request->event_pipe[0], FIONREAD, &pending);
+            if ((size_t)pending / sizeof(struct gpioevent_data) >= KERNEL_EVENT_FIFO) {
+                train->dropped++;
+            } else {
+                struct gpioevent_data event;
+                memset(&event, 0, sizeof event);
+                event.timestamp = coaty_emu_monotonic_ns();
+                event.id = active ? GPIOEVENT_EVENT_RISING_EDGE : GPIOEVENT_EVENT_FALLING_EDGE;
+                if (write(request->event_pipe[1], &event, sizeof event) == (ssize_t)sizeof event) train->delivered++;
+                else train->dropped++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&coaty_emu_lock);
+}
+
+static void add_nanoseconds(struct timespec *time, uint64_t nanoseconds) {
+    uint64_t total = (uint64_t)time->tv_nsec + nanoseconds;
+    time->tv_sec += (time_t)(total / 1000000000u);
+    time->tv_nsec = (long)(total % 1000000000u);
+}
+
+static void *run_train(void *argument) {
+    pulse_train *train = argument;
+    uint64_t half_period = (uint64_t)(500000000.0 / train->rate);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (uint64_t pulse = 0; pulse < train->count; pulse++) {
+        add_nanoseconds(&next, half_period);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}
+        train_edge(train, true);
+        add_nanoseconds(&next, half_period);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}
+        train_edge(train, false);
+    }
+    return NULL;
+}
+
+int coaty_emu_gpio_pulse_train_start(int number, int line, double rate, uint64_t count, coaty_emu_pulse_train **out,
+                                     char *error, size_t error_size) {
+    if (!(rate > 0 && rate <= 1000000)) {
+        coaty_emu_set_error(error, error_size, "a pulse rate must be in (0, 1000000] Hz, not %g", rate);
+        return -1;
+    }
+    pthread_mutex_lock(&coaty_emu_lock);
+    gpio_chip *chip = find_chip(number);
+    int result = -1;
+    if (chip == NULL) {
+        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
+    } else if (line < 0 || line >= chip->line_count) {
+        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
+    } else if (chip->lines[line].requested && chip->lines[line].output) {
+        coaty_emu_set_error(error, error_size, "line %d of GPIO chip %d is an output", line, number);
+    } else {
+        chip->lines[line].level = false;
+        result = 0;
+    }
+    pthread_mutex_unlock(&coaty_emu_lock);
+    if (result != 0) return -1;
+    pulse_train *train = calloc(1, sizeof *train);
+    if (train == NULL) {
+        coaty_emu_set_error(error, error_size, "out of memory");
+        return -1;
+    }
+    train->chip = number;
+    train->line = line;
+    train->rate = rate;
+    train->count = count;
+    int failure = pthread_create(&train->thread, NULL, run_train, train);
+    if (failure != 0) {
+        free(train);
+        coaty_emu_set_error(error, error_size, "cannot start a pulse train thread: %s", strerror(failure));
+        return -1;
+    }
+    *out = (coaty_emu_pulse_train *)train;
+    return 0;
+}
+
+void coaty_emu_gpio_pulse_train_finish(coaty_emu_pulse_train *handle, uint64_t *delivered, uint64_t *dropped) {
+    pulse_train *train = (pulse_train *)handle;
+    pthread_join(train->thread, NULL);
+    *delivered = train->delivered;
+    *dropped = train->dropped;
+    free(train);
+}
+
 int coaty_emu_gpio_line_state_get(int number, int line, coaty_emu_gpio_line_state *state, char *error,
                                   size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
@@ -217,7 +348,8 @@ static void fill_line_info(const gpio_chip *chip, struct gpioline_info *info) {
     if (state->bias == 1) info->flags |= GPIOLINE_FLAG_BIAS_DISABLE;
     if (state->bias == 2) info->flags |= GPIOLINE_FLAG_BIAS_PULL_UP;
     if (state->bias == 3) info->flags |= GPIOLINE_FLAG_BIAS_PULL_DOWN;
-    snprintf(info->name, sizeof info->name, "line%u", info->line_offset);
+    if (state->name[0] != '\0') snprintf(info->name, sizeof info->name, "%s", state->name);
+    else snprintf(info->name, sizeof info->name, "line%u", info->line_offset);
     snprintf(info->consumer, sizeof info->consumer, "%s", state->consumer);
 }
 

@@ -1,5 +1,6 @@
 import CoatyCommunication
 import CoatyIORouting
+import CoatyJSON
 import CoatyRuntime
 import EdgeHardware
 import Logging
@@ -12,6 +13,8 @@ final class DeviceController: Controller {
     private let status = DeviceStatus()
     private let sourceDevices: SourceDevices
     private let outputs: OutputDevices
+    private let pwmOutputs: PWMOutputs
+    private let counters: CounterInputs
 
     init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, actors: IoActorController) throws {
         var devices = devices
@@ -22,8 +25,17 @@ final class DeviceController: Controller {
         } else {
             emulation = nil
         }
-        sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool())
+        let sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool())
+        self.sourceDevices = sourceDevices
         outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status)
+        let publish: @Sendable (JSONValue, String) -> Void = { value, sourceId in
+            // A source that is not associated yet drops the value; it is kept as the source's latest all the same.
+            try? sourceDevices.publish(value, from: sourceId)
+        }
+        pwmOutputs = PWMOutputs(
+            devices: devices.pwmOutputs, actors: actors, status: status, sysfsRoot: devices.sysfsRoot,
+            publishDuty: { duty, sourceId in publish(.number(duty), sourceId) })
+        counters = CounterInputs(devices: devices.counters, status: status, publish: publish)
     }
 
     func whileStarted(_ context: ControllerContext) async {
@@ -32,7 +44,9 @@ final class DeviceController: Controller {
             manager.ioNodeDefinitions.flatMap(\.ioActors).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
         let sourcesById = Dictionary(
             manager.ioNodeDefinitions.flatMap(\.ioSources).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
-        status.reset(sourceDevices.sensorStatusEntries + outputs.statusEntries + sourceDevices.inputStatusEntries)
+        status.reset(
+            sourceDevices.sensorStatusEntries + outputs.statusEntries + pwmOutputs.statusEntries + sourceDevices.inputStatusEntries
+                + counters.statusEntries)
         await withDiscardingTaskGroup { group in
             if let emulation {
                 group.addTask { await emulation.simulate() }
@@ -42,6 +56,11 @@ final class DeviceController: Controller {
                 await self.outputs.run(
                     actors: actorsById, manager: manager, sharedObjects: context.sharedObjects, logger: context.logger)
             }
+            group.addTask {
+                await self.pwmOutputs.run(
+                    actors: actorsById, manager: manager, sharedObjects: context.sharedObjects, logger: context.logger)
+            }
+            group.addTask { await self.counters.run(logger: context.logger) }
             group.addTask { await self.status.publish(on: manager, logger: context.logger) }
         }
     }
@@ -49,6 +68,7 @@ final class DeviceController: Controller {
     /// Outputs go to their safe state, and stay there, before the agent leaves.
     func onStopping(_ context: ControllerContext) async {
         outputs.enterSafeStateForStop()
+        pwmOutputs.enterSafeStateForStop()
     }
 
     func onDispose(_ context: ControllerContext) async {

@@ -49,21 +49,59 @@ final class DeviceEmulation: Sendable {
                 thermal.append(("\(directory)/temp", phase))
             }
         }
+        // Chips named by label get the next free numbers; their lines are named GPIO<offset>, as on a Raspberry Pi.
+        let addresses = devices.outputs.map(\.line) + devices.inputs.map(\.line) + devices.counters.map(\.line)
         var linesByChip: [String: Int] = [:]
-        for line in devices.outputs.map(\.line) + devices.inputs.map(\.line) {
-            linesByChip[line.chip] = max(linesByChip[line.chip] ?? 0, line.offset + 1)
+        var namedChips: Set<String> = []
+        for line in addresses {
+            guard let offset = line.emulatedOffset else {
+                throw EmulationSetupError("cannot emulate \(line); name lines GPIO<offset> or give the offset")
+            }
+            linesByChip[line.chip] = max(linesByChip[line.chip] ?? 0, offset + 1)
+            if line.offset == nil || !GPIOChips.isDeviceName(line.chip) { namedChips.insert(line.chip) }
+        }
+        var numbers: [String: Int] = [:]
+        for chip in linesByChip.keys where GPIOChips.isDeviceName(chip) {
+            guard let number = Int(chip.split(separator: "gpiochip").last ?? "") else {
+                throw EmulationSetupError("cannot emulate the GPIO chip \(chip); name it gpiochipN or by a label")
+            }
+            numbers[chip] = number
+        }
+        var nextNumber = (numbers.values.max() ?? -1) + 1
+        for chip in linesByChip.keys.sorted() where numbers[chip] == nil {
+            numbers[chip] = nextNumber
+            nextNumber += 1
         }
         var gpioChips: [String: EmulatedGPIOChip] = [:]
         for (chip, lines) in linesByChip {
-            guard let number = Int(chip.split(separator: "gpiochip").last ?? "") else {
-                throw EmulationSetupError("cannot emulate the GPIO chip \(chip); name it gpiochipN")
+            guard let number = numbers[chip] else { continue }
+            let count = max(lines, 32)
+            let emulated = GPIOChips.isDeviceName(chip)
+                ? try hardware.addGPIOChip(number, lines: count) : try hardware.addGPIOChip(number, lines: count, label: chip)
+            if namedChips.contains(chip) {
+                for offset in 0..<count { try emulated.name(line: offset, "GPIO\(offset)") }
             }
-            gpioChips[chip] = try hardware.addGPIOChip(number, lines: max(lines, 32))
+            gpioChips[chip] = emulated
+        }
+        for output in devices.pwmOutputs {
+            // An exported channel, stopped, as the kernel shows it after `export`.
+            let chip = "\(root)/class/pwm/\(output.chip)"
+            let channel = "\(chip)/pwm\(output.channel)"
+            try FileManager.default.createDirectory(atPath: channel, withIntermediateDirectories: true)
+            let count = devices.pwmOutputs.filter { $0.chip == output.chip }.map(\.channel).max().map { $0 + 1 } ?? 1
+            try Data("\(count)\n".utf8).write(to: URL(fileURLWithPath: "\(chip)/npwm"))
+            try Data().write(to: URL(fileURLWithPath: "\(chip)/export"))
+            for (file, content) in [("period", "0"), ("duty_cycle", "0"), ("polarity", "normal"), ("enable", "0")] {
+                try Data("\(content)\n".utf8).write(to: URL(fileURLWithPath: "\(channel)/\(file)"))
+            }
         }
         self.chips = chips
         oneWireFiles = oneWire
         thermalFiles = thermal
-        inputs = devices.inputs.compactMap { input in gpioChips[input.line.chip].map { ($0, input.line.offset) } }
+        inputs = devices.inputs.compactMap { input in
+            guard let chip = gpioChips[input.line.chip], let offset = input.line.emulatedOffset else { return nil }
+            return (chip, offset)
+        }
         try update(at: 0)
     }
 
@@ -122,6 +160,16 @@ extension SensorDriver {
         case .sht31: .sht3x
         case .bme280: .bme280
         case .ds18b20, .thermal: preconditionFailure("\(self) is not an I2C chip")
+        }
+    }
+}
+
+extension GPIOLineAddress {
+    /// The offset of the line on its emulated chip: as configured, or N of a line named GPIO<N>.
+    var emulatedOffset: Int? {
+        switch line {
+        case .offset(let offset): offset
+        case .name(let name): name.hasPrefix("GPIO") ? Int(name.dropFirst(4)) : nil
         }
     }
 }

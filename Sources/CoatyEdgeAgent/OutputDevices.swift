@@ -96,8 +96,12 @@ final class OutputDevices: Sendable {
         while !Task.isCancelled || !hasTried {
             hasTried = true
             do {
+                let resolved = try GPIOChips.resolve(device.line)
                 let line = try GPIOOutput(
-                    chip: device.line.chipPath, line: device.line.offset, activeLow: device.activeLow, initiallyActive: device.initial)
+                    chip: resolved.chipPath, line: resolved.offset, activeLow: device.activeLow, initiallyActive: device.initial)
+                if !GPIOChips.isDeviceName(device.line.chip) || device.line.offset == nil {
+                    wiring.logger.info("\(wiring.label) is \(resolved)")
+                }
                 var driver = try OutputDriver(line: line, logic: device.logic, limits: device.limits, at: clock.now)
                 let isStopping = state.withLock { state in
                     // Shared thresholds that arrived while the line was being requested.
@@ -132,7 +136,12 @@ final class OutputDevices: Sendable {
             group.addTask {
                 for await deadline in holdEnds {
                     guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
-                    self.change(wiring, by: "the state last asked for, after its minimum time") { driver, now in driver.settle(at: now) }
+                    let pulseEnded = self.state.withLock { state in
+                        state.outputs[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
+                    }
+                    self.change(wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time") {
+                        driver, now in driver.settle(at: now)
+                    }
                 }
             }
             guard let ioStates = try? manager.observeIoState(of: wiring.actor.objectId) else { return }
@@ -204,12 +213,17 @@ final class OutputDevices: Sendable {
             let now = clock.now
             let outcome = body(&output.driver, now)
             state.outputs[actorId] = output
+            // The output's task wakes at the earliest of a held-back switch and the end of a pulse, and asks again.
+            if case .suppressed(_, let remaining) = outcome {
+                output.holdEnds.yield(min(now.advanced(by: remaining), output.driver.pulseDeadline ?? now.advanced(by: remaining)))
+            } else if let pulseEnds = output.driver.pulseDeadline {
+                output.holdEnds.yield(pulseEnds)
+            }
             switch outcome {
             case .switched(let on):
                 wiring.logger.info("\(wiring.name) switched \(on ? "on" : "off") by \(cause())")
             case .suppressed(let on, let remaining):
                 wiring.suppressed.increment()
-                output.holdEnds.yield(now.advanced(by: remaining))
                 if case .log(let suppressedBefore) = wiring.suppressionLog.admit() {
                     if suppressedBefore > 0 {
                         wiring.logger.notice("\(suppressedBefore) more switches of \(wiring.name) were held back without a log line")

@@ -55,6 +55,7 @@ final class SourceDevices: Sendable {
     /// Polls, watches and publishes until cancelled.
     func run(sources sourcesById: [String: IoSource], logger: Logger) async {
         let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
+            + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
         rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
         await withDiscardingTaskGroup { group in
             for device in devices.sensors {
@@ -110,9 +111,9 @@ final class SourceDevices: Sendable {
         var failures = 0
         while !Task.isCancelled {
             do {
+                let line = try GPIOChips.resolve(device.line)
                 let input = try GPIOInput(
-                    chip: device.line.chipPath, line: device.line.offset, activeLow: device.activeLow,
-                    debounceWindow: device.debounce)
+                    chip: line.chipPath, line: line.offset, activeLow: device.activeLow, debounceWindow: device.debounce)
                 status.set(label, error: nil)
                 failures = 0
                 for try await value in InputValues(input: input, mapping: device.mapping) {
@@ -132,8 +133,8 @@ final class SourceDevices: Sendable {
     // MARK: - Values
 
     /// Hands a device's value to the source controller and keeps it as the source's latest. Under the lock, so that a
-    /// value sent on association can never overtake a newer reading.
-    private func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
+    /// value sent on association can never overtake a newer reading. Counters and PWM outputs publish through it too.
+    func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
         try latest.withLock { latest throws(CoatyError) in
             try sources.publish(ioValue(value, from: sourceId), from: sourceId)
             latest[sourceId] = value

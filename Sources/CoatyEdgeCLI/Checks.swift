@@ -1,6 +1,7 @@
 import CoatyEdgeAgent
 import CoatyJSON
 import CoatyRuntime
+import EdgeHardware
 import RoutingRules
 
 /// `coaty-edge rules check` and `config check`: the checks the agent makes when it starts, without starting it.
@@ -52,7 +53,29 @@ public enum Checks {
             case .directory(_, let rules), .file(_, let rules): rules.warnings(context: router.context)
             }
         }
-        return Report(output: summary(of: configuration), errors: lines(warnings), status: .success)
+        let (found, missing) = gpioLines(of: configuration)
+        var output = summary(of: configuration)
+        output += found.map { $0 + "\n" }.joined()
+        return Report(output: output, errors: lines(warnings) + missing.map { $0 + "\n" }.joined(), status: .success)
+    }
+
+    /// What the GPIO chips named by label and the lines named by name are on this machine: a line each for those found
+    /// (output) and for those not found, with the chips present (warnings: the file may be meant for another machine).
+    /// Emulated devices are not looked up.
+    static func gpioLines(of configuration: AgentConfiguration) -> (found: [String], missing: [String]) {
+        guard let devices = configuration.devices, !devices.emulated else { return ([], []) }
+        let addresses = devices.outputs.map { ($0.line, $0.path) } + devices.inputs.map { ($0.line, $0.path) }
+            + devices.counters.map { ($0.line, $0.path) }
+        var found: [String] = []
+        var missing: [String] = []
+        for (address, path) in addresses where !GPIOChips.isDeviceName(address.chip) || address.offset == nil {
+            do {
+                found.append("  gpio       \(address) is \(try GPIOChips.resolve(address))")
+            } catch {
+                missing.append("\(configuration.base.source): \(path): \(address) not found on this machine: \(error)")
+            }
+        }
+        return (found, missing)
     }
 
     static func summary(of configuration: AgentConfiguration) -> String {
@@ -77,8 +100,8 @@ public enum Checks {
         }
         if let devices = configuration.devices {
             lines.append(
-                "  devices    \(count(devices.sensors.count, "sensor")), \(count(devices.outputs.count, "output")), "
-                    + "\(count(devices.inputs.count, "input"))\(devices.emulated ? ", emulated" : "")")
+                "  devices    \(count(devices.sensors.count, "sensor")), \(count(devices.outputs.count + devices.pwmOutputs.count, "output")), "
+                    + "\(count(devices.inputs.count + devices.counters.count, "input"))\(devices.emulated ? ", emulated" : "")")
         } else {
             lines.append("  devices    none")
         }

@@ -37,6 +37,22 @@ public struct IoValueTypes: Sendable {
             guard case .json(.bool) = value else { return "expected true or false" }
             return nil
         }
+        types.register(EdgeValueType.dutyPercent) { value in
+            guard case .json(.number(let duty)) = value, (0...100).contains(duty) else { return "expected a duty in percent, 0...100" }
+            return nil
+        }
+        types.register(EdgeValueType.count) { value in
+            guard case .json(.number(let count)) = value, count >= 0, count == count.rounded(), count.isFinite else {
+                return "expected a count, a whole number not below zero"
+            }
+            return nil
+        }
+        for name in [EdgeValueType.ratePerSecond, EdgeValueType.ratePerMinute, EdgeValueType.ratePerHour] {
+            types.register(name) { value in
+                guard case .json(.number(let rate)) = value, rate >= 0, rate.isFinite else { return "expected a rate, a number not below zero" }
+                return nil
+            }
+        }
         return types
     }()
 
@@ -57,6 +73,13 @@ public enum EdgeValueType {
     public static let humidity = "coaty-edge.Humidity[Percent]"
     public static let pressure = "coaty-edge.Pressure[Hectopascal]"
     public static let switchState = "coaty-edge.Switch"
+    /// A PWM duty, 0...100.
+    public static let dutyPercent = "coaty-edge.Duty[Percent]"
+    /// A pulse count, a whole number that never goes back.
+    public static let count = "coaty-edge.Count"
+    public static let ratePerSecond = "coaty-edge.Rate[PerSecond]"
+    public static let ratePerMinute = "coaty-edge.Rate[PerMinute]"
+    public static let ratePerHour = "coaty-edge.Rate[PerHour]"
 }
 
 /// Receives the values routed to this agent's IO actors. Each actor's value stream replays the latest value to a

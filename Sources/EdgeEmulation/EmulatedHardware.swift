@@ -1,4 +1,5 @@
 import CEdgeEmulation
+import Synchronization
 
 /// Emulated I2C buses with sensor chips and emulated GPIO chips for this process.
 ///
@@ -133,6 +134,20 @@ public struct EmulatedGPIOChip: Sendable, Hashable {
         }
     }
 
+    /// Names a line, as a device tree's `gpio-line-names` do (`GPIO17`); unnamed lines are `line<offset>`.
+    public func name(line: Int, _ name: String) throws(EmulationError) {
+        try call { coaty_emu_gpio_name_line(Int32(number), Int32(clamping: line), name, $0, $1) }
+    }
+
+    /// Drives an input line through `count` pulses at `rate` Hz, on a thread of the emulation, each edge on time.
+    /// The line's event FIFO holds 16 events, as the kernel's does: edges that find it full are dropped and counted.
+    public func startPulses(line: Int, rate: Double, count: UInt64) throws(EmulationError) -> EmulatedPulseTrain {
+        var train: OpaquePointer?
+        try call { coaty_emu_gpio_pulse_train_start(Int32(number), Int32(clamping: line), rate, count, &train, $0, $1) }
+        guard let train else { throw .failed("the pulse train did not start") }
+        return EmulatedPulseTrain(handle: train)
+    }
+
     /// What a line looks like from the chip's side.
     public func state(line: Int) throws(EmulationError) -> EmulatedLineState {
         var state = coaty_emu_gpio_line_state()
@@ -147,6 +162,29 @@ public struct EmulatedGPIOChip: Sendable, Hashable {
     /// edge events wakes up to the failure.
     public func failRequests(line: Int, errno: Int32) throws(EmulationError) {
         try call { coaty_emu_gpio_fail_line(Int32(number), Int32(clamping: line), errno, $0, $1) }
+    }
+}
+
+/// A running pulse train; `finish` waits for its end. Finish each train once.
+public final class EmulatedPulseTrain: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let finished = Mutex(false)
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    /// Waits for the last pulse: the edge events the requester got and those the full FIFO dropped.
+    public func finish() -> (delivered: UInt64, dropped: UInt64) {
+        let wasFinished = finished.withLock { finished in
+            defer { finished = true }
+            return finished
+        }
+        precondition(!wasFinished, "a pulse train is finished once")
+        var delivered: UInt64 = 0
+        var dropped: UInt64 = 0
+        coaty_emu_gpio_pulse_train_finish(handle, &delivered, &dropped)
+        return (delivered, dropped)
     }
 }
 

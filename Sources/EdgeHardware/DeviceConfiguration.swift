@@ -10,16 +10,22 @@ public struct DeviceConfiguration: Sendable, Hashable {
     public var sensors: [SensorDevice]
     public var outputs: [OutputDevice]
     public var inputs: [InputDevice]
+    /// The `pwm-output` entries of `outputs`.
+    public var pwmOutputs: [PWMOutputDevice]
+    /// The `pulse-counter` entries of `inputs`.
+    public var counters: [CounterDevice]
 
     public init(
         emulated: Bool = false, sysfsRoot: String = "/sys", sensors: [SensorDevice] = [], outputs: [OutputDevice] = [],
-        inputs: [InputDevice] = []
+        inputs: [InputDevice] = [], pwmOutputs: [PWMOutputDevice] = [], counters: [CounterDevice] = []
     ) {
         self.emulated = emulated
         self.sysfsRoot = sysfsRoot
         self.sensors = sensors
         self.outputs = outputs
         self.inputs = inputs
+        self.pwmOutputs = pwmOutputs
+        self.counters = counters
     }
 }
 
@@ -81,17 +87,38 @@ public struct SourceBinding: Sendable, Hashable {
     public var path: JSONPath
 }
 
-/// A GPIO line: the chip's name (`gpiochip0`) and the line's offset on it.
+/// A GPIO line as the configuration names it: the chip by its name (`gpiochip0`) or its label (`pinctrl-rp1`), and
+/// the line by its offset on the chip or its name (`GPIO17`, from the device tree). `GPIOChips.resolve` finds it.
 public struct GPIOLineAddress: Sendable, Hashable, CustomStringConvertible {
+    public enum Line: Sendable, Hashable {
+        case offset(Int)
+        case name(String)
+    }
+
     public var chip: String
-    public var offset: Int
+    public var line: Line
 
     public init(chip: String, offset: Int) {
         self.chip = chip
-        self.offset = offset
+        self.line = .offset(offset)
     }
 
-    public var description: String { "line \(offset) of \(chip)" }
+    public init(chip: String, lineName: String) {
+        self.chip = chip
+        self.line = .name(lineName)
+    }
+
+    /// The offset, when the configuration gives it.
+    public var offset: Int? {
+        if case .offset(let offset) = line { offset } else { nil }
+    }
+
+    public var description: String {
+        switch line {
+        case .offset(let offset): "line \(offset) of \(chip)"
+        case .name(let name): "line \(name) of \(chip)"
+        }
+    }
 }
 
 /// A GPIO output line driven by the values routed to an IoActor.
@@ -122,4 +149,49 @@ public struct InputDevice: Sendable, Hashable {
     public var debounce: Duration
     public var mapping: InputMapping
     public var path: JSONPath
+}
+
+/// A PWM channel driven by the values routed to an IoActor (`"driver": "pwm-output"`).
+public struct PWMOutputDevice: Sendable, Hashable {
+    public var ioActorId: String
+    /// The chip's directory name below `class/pwm`, `pwmchip0`.
+    public var chip: String
+    public var channel: Int
+    public var settings: PWMSettings
+    public var control: PWMControl
+    /// The IoSource that publishes the duty the channel runs at, if any.
+    public var dutySourceId: String?
+    public var path: JSONPath
+
+    public var label: String { "PWM output \(channel) of \(chip)" }
+}
+
+/// A GPIO line whose pulses are counted from its edge events (`"driver": "pulse-counter"`).
+public struct CounterDevice: Sendable, Hashable {
+    public enum Edge: String, Sendable, Hashable, CaseIterable {
+        case rising, falling, both
+    }
+
+    public var line: GPIOLineAddress
+    public var activeLow: Bool
+    public var edge: Edge
+    /// Edges closer than this to the last counted one are bounces and not counted; zero counts every edge.
+    public var debounce: Duration
+    /// How often the values are published (when they changed).
+    public var publishInterval: Duration
+    /// The window the rate is averaged over.
+    public var rateWindow: Duration
+    /// The rate per second (1) or per minute (60), ...
+    public var ratePer: Duration
+    /// Pulses per unit of the scaled quantity (450 pulses per litre).
+    public var pulsesPerUnit: Double?
+    /// Where the total is kept across restarts; nil for a total that starts at zero with the agent.
+    public var stateFile: String?
+    public var totalSourceId: String?
+    public var rateSourceId: String?
+    public var quantitySourceId: String?
+    public var path: JSONPath
+
+    public var label: String { "pulse counter \(line)" }
+    public var sourceIds: [String] { [totalSourceId, rateSourceId, quantitySourceId].compactMap { $0 } }
 }

@@ -35,6 +35,21 @@ extension DeviceConfiguration {
             try check(output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
                 kind: "IoActor", other: ioSourceIds, otherKind: "IoSource")
         }
+        for output in pwmOutputs {
+            try check(output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
+                kind: "IoActor", other: ioSourceIds, otherKind: "IoSource")
+            if let duty = output.dutySourceId {
+                try check(duty, at: output.path.appending("dutySource"), against: ioSourceIds,
+                    kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
+            }
+        }
+        for counter in counters {
+            for (member, id) in [("total", counter.totalSourceId), ("rate", counter.rateSourceId), ("quantity", counter.quantitySourceId)] {
+                guard let id else { continue }
+                try check(id, at: counter.path.appending(member).appending("ioSource"), against: ioSourceIds,
+                    kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
+            }
+        }
     }
 }
 
@@ -50,6 +65,8 @@ private struct DevicesParser {
     var oneWireDevices: [String: JSONPath] = [:]
     var thermalZones: [Int: JSONPath] = [:]
     var lines: [GPIOLineAddress: JSONPath] = [:]
+    var pwmChannels: [String: JSONPath] = [:]
+    var stateFiles: [String: JSONPath] = [:]
     var ioSources: [String: JSONPath] = [:]
     var ioActors: [String: JSONPath] = [:]
 
@@ -71,10 +88,18 @@ private struct DevicesParser {
             configuration.sensors.append(try sensor(entry))
         }
         for entry in try devices.optional("outputs")?.elements() ?? [] {
-            configuration.outputs.append(try output(entry))
+            if try entry.required("driver").oneOf(["gpio-output", "pwm-output"]) == "pwm-output" {
+                configuration.pwmOutputs.append(try pwmOutput(entry))
+            } else {
+                configuration.outputs.append(try output(entry))
+            }
         }
         for entry in try devices.optional("inputs")?.elements() ?? [] {
-            configuration.inputs.append(try input(entry))
+            if try entry.required("driver").oneOf(["gpio-input", "pulse-counter"]) == "pulse-counter" {
+                configuration.counters.append(try counter(entry))
+            } else {
+                configuration.inputs.append(try input(entry))
+            }
         }
         return configuration
     }
@@ -274,9 +299,9 @@ private struct DevicesParser {
     // MARK: GPIO
 
     mutating func output(_ entry: JSONCursor) throws(JSONShapeError) -> OutputDevice {
-        _ = try entry.required("driver").oneOf(["gpio-output"])
         try entry.allowOnly([
-            "driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis", "minOnTime", "minOffTime",
+            "driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis", "pulse", "minOnTime",
+            "minOffTime",
         ])
         let actorCursor = try entry.required("ioActor")
         let ioActorId = try actorCursor.nonEmptyString()
@@ -287,8 +312,12 @@ private struct DevicesParser {
         let safeState: SafeState = try entry.optional("safeState").map { (cursor) throws(JSONShapeError) in
             try choice(cursor)
         } ?? .off
-        let control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
+        var control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
             ?? .switching
+        if let pulseCursor = try entry.optional("pulse") {
+            guard case .switching = control else { throw pulseCursor.error("a pulse output cannot have a hysteresis too") }
+            control = .pulse(try pulse(pulseCursor))
+        }
         let limits = SwitchingLimits(
             minimumOn: try entry.optional("minOnTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero,
             minimumOff: try entry.optional("minOffTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero)
@@ -323,20 +352,223 @@ private struct DevicesParser {
     private func threshold(_ cursor: JSONCursor) throws(JSONShapeError) -> SharedHysteresis.Threshold {
         guard case .object = cursor.value else { return .fixed(try cursor.number()) }
         try cursor.allowOnly(["shared", "default"])
-        let reference = try cursor.required("shared")
+        let (name, key) = try sharedReference(cursor.required("shared"), example: "setpoints.fanOn")
+        return .shared(object: name, key: key, fallback: try cursor.optional("default")?.number())
+    }
+
+    /// `"<shared object>.<key>"`.
+    func sharedReference(_ reference: JSONCursor, example: String) throws(JSONShapeError) -> (object: String, key: String) {
         let text = try reference.nonEmptyString()
         guard let dot = text.firstIndex(of: "."), dot != text.startIndex, text.index(after: dot) != text.endIndex else {
-            throw reference.error("\"\(text)\" is not <shared object>.<key>, such as \"setpoints.fanOn\"")
+            throw reference.error("\"\(text)\" is not <shared object>.<key>, such as \"\(example)\"")
         }
         let name = String(text[..<dot])
         guard !name.contains(where: { $0 == "+" || $0 == "#" || $0 == "/" || $0 == "\0" }) else {
             throw reference.error("\"\(name)\" is not a shared object name: no '+', '#' or '/'")
         }
-        return .shared(object: name, key: String(text[text.index(after: dot)...]), fallback: try cursor.optional("default")?.number())
+        return (name, String(text[text.index(after: dot)...]))
+    }
+
+    /// `"2s"`, or `{"duration": "2s", "maximum": "1min", "retrigger": "restart"|"extend"}`.
+    func pulse(_ cursor: JSONCursor) throws(JSONShapeError) -> PulseSettings {
+        func positive(_ cursor: JSONCursor) throws(JSONShapeError) -> Duration {
+            let duration = try Duration(parsing: cursor)
+            guard duration > .zero else { throw cursor.error("must be longer than zero") }
+            return duration
+        }
+        guard case .object = cursor.value else { return PulseSettings(duration: try positive(cursor)) }
+        try cursor.allowOnly(["duration", "maximum", "retrigger"])
+        let duration = try positive(cursor.required("duration"))
+        var maximum: Duration?
+        if let maximumCursor = try cursor.optional("maximum") {
+            maximum = try positive(maximumCursor)
+            if let maximum, maximum < duration {
+                throw maximumCursor.error("must not be shorter than the duration, \(duration.configurationText)")
+            }
+        }
+        let retrigger: PulseSettings.Retrigger = try cursor.optional("retrigger").map { (cursor) throws(JSONShapeError) in
+            try choice(cursor)
+        } ?? .restart
+        return PulseSettings(duration: duration, maximum: maximum, retrigger: retrigger)
+    }
+
+    // MARK: PWM
+
+    mutating func pwmOutput(_ entry: JSONCursor) throws(JSONShapeError) -> PWMOutputDevice {
+        try entry.allowOnly([
+            "driver", "ioActor", "chip", "channel", "frequency", "minDuty", "maxDuty", "stopBelow", "kickStart", "inverted",
+            "initialDuty", "safeDuty", "slewRate", "curve", "dutySource",
+        ])
+        let actorCursor = try entry.required("ioActor")
+        let ioActorId = try actorCursor.nonEmptyString()
+        try claim(ioActorId, in: &ioActors, by: entry.path, at: actorCursor, "IoActor \"\(ioActorId)\"")
+        let chipCursor = try entry.required("chip")
+        let chip: String
+        if case .number = chipCursor.value {
+            chip = "pwmchip\(try chipCursor.integer(in: 0...255))"
+        } else {
+            chip = try chipCursor.nonEmptyString()
+            guard chip.hasPrefix("pwmchip"), let _ = Int(chip.dropFirst(7)) else {
+                throw chipCursor.error("\"\(chip)\" is not a PWM chip like \"pwmchip0\" (a directory of /sys/class/pwm)")
+            }
+        }
+        let channelCursor = try entry.required("channel")
+        let channel = try channelCursor.integer(in: 0...1023)
+        try claim("\(chip)/\(channel)", in: &pwmChannels, by: entry.path, at: channelCursor, "PWM channel \(channel) of \(chip)")
+
+        func percent(_ key: String, default value: Double) throws(JSONShapeError) -> Double {
+            guard let cursor = try entry.optional(key) else { return value }
+            let number = try cursor.number()
+            guard (0...100).contains(number) else { throw cursor.error("must be a percentage, 0...100") }
+            return number
+        }
+        var settings = PWMSettings()
+        if let frequency = try entry.optional("frequency") {
+            settings.frequency = try frequency.number()
+            // The period is written in whole nanoseconds.
+            guard settings.frequency >= 0.01, settings.frequency <= 100_000_000 else {
+                throw frequency.error("must be in 0.01...100000000 Hz")
+            }
+        }
+        settings.range = DutyRange(
+            minimum: try percent("minDuty", default: 0), maximum: try percent("maxDuty", default: 100),
+            stopBelow: try percent("stopBelow", default: 0))
+        if settings.range.minimum > settings.range.maximum, let maxCursor = try entry.optional("maxDuty") {
+            throw maxCursor.error("must not be below minDuty, \(JSONValue.number(settings.range.minimum))")
+        }
+        settings.inverted = try entry.optional("inverted")?.bool() ?? false
+        settings.initialDuty = try percent("initialDuty", default: 0)
+        if let safe = try entry.optional("safeDuty"), case .string = safe.value {
+            _ = try safe.oneOf(["keep"])
+            settings.safeDuty = nil
+        } else {
+            settings.safeDuty = try percent("safeDuty", default: 100)
+        }
+        if let kick = try entry.optional("kickStart") {
+            try kick.allowOnly(["duty", "time"])
+            let time = try kick.required("time")
+            let duration = try Duration(parsing: time)
+            guard duration > .zero, duration <= .seconds(10) else { throw time.error("must be longer than zero and at most 10s") }
+            var duty = 100.0
+            if let dutyCursor = try kick.optional("duty") {
+                duty = try dutyCursor.number()
+                guard duty > 0, duty <= 100 else { throw dutyCursor.error("must be a percentage above 0, at most 100") }
+            }
+            settings.kickStart = KickStart(duty: duty, duration: duration)
+        }
+        if let slew = try entry.optional("slewRate") {
+            let rate = try slew.number()
+            guard rate > 0, rate.isFinite else { throw slew.error("must be above zero (percent per second)") }
+            settings.slewRate = rate
+        }
+        let control = try entry.optional("curve").map { (cursor) throws(JSONShapeError) in try curve(cursor) } ?? .direct
+        let dutySourceId = try entry.optional("dutySource").map { (cursor) throws(JSONShapeError) -> String in
+            let id = try cursor.nonEmptyString()
+            try claim(id, in: &ioSources, by: entry.path, at: cursor, "IoSource \"\(id)\"")
+            return id
+        }
+        return PWMOutputDevice(
+            ioActorId: ioActorId, chip: chip, channel: channel, settings: settings, control: control,
+            dutySourceId: dutySourceId, path: entry.path)
+    }
+
+    /// `{"points": [[40, 0], [60, 50], [75, 100]], "hysteresis": 2}`; points may be
+    /// `{"shared": "<object>.<key>", "default": [...]}`.
+    func curve(_ cursor: JSONCursor) throws(JSONShapeError) -> PWMControl {
+        try cursor.allowOnly(["points", "hysteresis"])
+        let pointsCursor = try cursor.required("points")
+        func fanCurve(_ cursor: JSONCursor) throws(JSONShapeError) -> FanCurve {
+            do {
+                return try FanCurve(json: cursor.value)
+            } catch {
+                let path = error.index.map { cursor.path.appending($0) } ?? cursor.path
+                throw JSONShapeError(path: path, reason: error.reason)
+            }
+        }
+        let points: CurveSettings.Points
+        if case .object = pointsCursor.value {
+            try pointsCursor.allowOnly(["shared", "default"])
+            let (object, key) = try sharedReference(pointsCursor.required("shared"), example: "fan.curve")
+            let fallback = try pointsCursor.optional("default").map { (cursor) throws(JSONShapeError) in try fanCurve(cursor) }
+            points = .shared(object: object, key: key, fallback: fallback)
+        } else {
+            points = .fixed(try fanCurve(pointsCursor))
+        }
+        var band = 0.0
+        if let bandCursor = try cursor.optional("hysteresis") {
+            band = try bandCursor.number()
+            guard band >= 0, band.isFinite else { throw bandCursor.error("must not be negative") }
+        }
+        return .curve(CurveSettings(points: points, band: band))
+    }
+
+    // MARK: Counters
+
+    mutating func counter(_ entry: JSONCursor) throws(JSONShapeError) -> CounterDevice {
+        try entry.allowOnly([
+            "driver", "chip", "line", "activeLow", "edge", "debounce", "publishInterval", "total", "rate", "quantity",
+            "stateFile",
+        ])
+        let line = try line(entry)
+        func duration(_ key: String, default value: Duration, minimum: Duration) throws(JSONShapeError) -> Duration {
+            guard let cursor = try entry.optional(key) else { return value }
+            let duration = try Duration(parsing: cursor)
+            guard duration >= minimum else { throw cursor.error("must be at least \(minimum.configurationText)") }
+            return duration
+        }
+        var device = CounterDevice(
+            line: line, activeLow: try entry.optional("activeLow")?.bool() ?? false,
+            edge: try entry.optional("edge").map { (cursor) throws(JSONShapeError) in try choice(cursor) } ?? .rising,
+            debounce: try duration("debounce", default: .zero, minimum: .zero),
+            publishInterval: try duration("publishInterval", default: .seconds(10), minimum: .milliseconds(100)),
+            rateWindow: .seconds(60), ratePer: .seconds(1), pulsesPerUnit: nil, stateFile: nil, path: entry.path)
+        func source(_ cursor: JSONCursor) throws(JSONShapeError) -> String {
+            let sourceCursor = try cursor.required("ioSource")
+            let id = try sourceCursor.nonEmptyString()
+            try claim(id, in: &ioSources, by: entry.path, at: sourceCursor, "IoSource \"\(id)\"")
+            return id
+        }
+        if let total = try entry.optional("total") {
+            try total.allowOnly(["ioSource"])
+            device.totalSourceId = try source(total)
+        }
+        if let rate = try entry.optional("rate") {
+            try rate.allowOnly(["ioSource", "window", "per"])
+            device.rateSourceId = try source(rate)
+            if let window = try rate.optional("window") {
+                device.rateWindow = try Duration(parsing: window)
+                guard device.rateWindow >= device.publishInterval, device.rateWindow <= .seconds(86_400) else {
+                    throw window.error("must be at least the publishInterval, \(device.publishInterval.configurationText), and at most 24h")
+                }
+            }
+            if let per = try rate.optional("per") {
+                device.ratePer = switch try per.oneOf(["second", "minute", "hour"]) {
+                case "minute": .seconds(60)
+                case "hour": .seconds(3600)
+                default: .seconds(1)
+                }
+            }
+        }
+        if let quantity = try entry.optional("quantity") {
+            try quantity.allowOnly(["ioSource", "pulsesPerUnit"])
+            device.quantitySourceId = try source(quantity)
+            let perUnit = try quantity.required("pulsesPerUnit")
+            device.pulsesPerUnit = try perUnit.number()
+            guard let value = device.pulsesPerUnit, value > 0, value.isFinite else { throw perUnit.error("must be above zero") }
+        }
+        guard !device.sourceIds.isEmpty else {
+            throw entry.error("must publish at least one of \"total\", \"rate\" and \"quantity\" to an IoSource")
+        }
+        if let file = try entry.optional("stateFile") {
+            let path = try file.nonEmptyString()
+            guard path.hasPrefix("/") else { throw file.error("must be an absolute path") }
+            try claim(path, in: &stateFiles, by: entry.path, at: file, "state file \(path)")
+            device.stateFile = path
+        }
+        return device
     }
 
     mutating func input(_ entry: JSONCursor) throws(JSONShapeError) -> InputDevice {
-        _ = try entry.required("driver").oneOf(["gpio-input"])
         try entry.allowOnly(["driver", "ioSource", "chip", "line", "activeLow", "debounce", "values"])
         let ioSourceId = try ioSource(entry)
         let line = try line(entry)
@@ -362,12 +594,19 @@ private struct DevicesParser {
             chip = "gpiochip\(try chipCursor.integer(in: 0...255))"
         } else {
             guard case .string(let name) = chipCursor.value, !name.isEmpty else {
-                throw chipCursor.error("expected a chip name like \"gpiochip0\" or a chip number, found \(describe(chipCursor.value))")
+                throw chipCursor.error(
+                    "expected a chip name like \"gpiochip0\", a chip label like \"pinctrl-rp1\" or a chip number, found \(describe(chipCursor.value))")
             }
             chip = name.hasPrefix("/dev/") ? String(name.dropFirst(5)) : name
         }
         let lineCursor = try entry.required("line")
-        let line = GPIOLineAddress(chip: chip, offset: try lineCursor.integer(in: 0...1023))
+        let line: GPIOLineAddress
+        if case .string(let name) = lineCursor.value {
+            guard !name.isEmpty else { throw lineCursor.error("expected a line offset or a line name like \"GPIO17\", found an empty string") }
+            line = GPIOLineAddress(chip: chip, lineName: name)
+        } else {
+            line = GPIOLineAddress(chip: chip, offset: try lineCursor.integer(in: 0...1023))
+        }
         try claim(line, in: &lines, by: entry.path, at: lineCursor, "\(line)")
         return line
     }

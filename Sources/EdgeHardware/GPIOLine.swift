@@ -65,6 +65,17 @@ final class GPIOLineHandle: @unchecked Sendable {
         lock.withLock { _ in gpiod_line_event_get_fd(line) }
     }
 
+    /// Reads the pending edge events into `buffer`; returns how many there were.
+    func readEvents(into buffer: inout [gpiod_line_event]) throws(GPIOError) -> Int {
+        let count = lock.withLock { _ in
+            buffer.withUnsafeMutableBufferPointer { events in
+                gpiod_line_event_read_multiple(line, events.baseAddress, UInt32(events.count))
+            }
+        }
+        guard count >= 0 else { throw .io(errno: errno, "cannot read edge events of \(location): \(describe(errno))") }
+        return Int(count)
+    }
+
     /// Reads the pending edge events: true for a rising edge (the line became active), false for a falling one.
     func readEdges(into buffer: inout [gpiod_line_event]) throws(GPIOError) -> [Bool] {
         let count = lock.withLock { _ in

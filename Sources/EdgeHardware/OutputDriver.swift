@@ -33,6 +33,10 @@ public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Dur
     private var written: Bool?
     /// When the line got its current state.
     private var since: Instant
+    /// When the running pulse ends, for a pulse output.
+    private var pulseEnds: Instant?
+    /// The length of a pulse asked for while the line could not switch on yet: it counts from the switch.
+    private var pendingPulse: Duration?
 
     /// Sets the line to the logic's state first, so that line and logic agree from the start.
     public init(line: any DigitalOutput, logic: OutputLogic, limits: SwitchingLimits = SwitchingLimits(), at now: Instant)
@@ -49,9 +53,30 @@ public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Dur
     /// The state the line was last set to; nil after a failed write.
     public var lineState: Bool? { written }
 
+    /// When `settle` has to be called next for a pulse to end; nil while none runs.
+    public var pulseDeadline: Instant? { pulseEnds }
+
     /// Applies a routed value.
     public mutating func receive(_ value: JSONValue, at now: Instant) -> OutputOutcome {
         guard let state = logic.receive(value) else { return .rejected(value) }
+        if case .pulse(let pulse) = logic.control {
+            if state {
+                let length = pulse.length(for: value)
+                if written == true {
+                    // On already: the running pulse restarts or grows.
+                    let ends = switch pulse.retrigger {
+                    case .restart: now.advanced(by: length)
+                    case .extend: min((pulseEnds ?? now).advanced(by: length), now.advanced(by: pulse.maximum))
+                    }
+                    pulseEnds = ends
+                } else {
+                    pendingPulse = length
+                }
+            } else {
+                pulseEnds = nil
+                pendingPulse = nil
+            }
+        }
         return apply(state, at: now)
     }
 
@@ -63,12 +88,18 @@ public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Dur
 
     /// Applies the state last asked for, if a switch to it was suppressed and may happen now.
     public mutating func settle(at now: Instant) -> OutputOutcome {
-        apply(logic.state, at: now)
+        if let pulseEnds, now >= pulseEnds {
+            self.pulseEnds = nil
+            _ = logic.endPulse()
+        }
+        return apply(logic.state, at: now)
     }
 
     /// Applies the safe state, whatever the limits say; call it when the IoActor loses its association and on
     /// shutdown. `keep` leaves the line as it is, and drops a suppressed switch.
     public mutating func enterSafeState(at now: Instant) -> OutputOutcome {
+        pulseEnds = nil
+        pendingPulse = nil
         let state = logic.enterSafeState(lineState: written ?? logic.state)
         return write(state, at: now)
     }
@@ -92,6 +123,10 @@ public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Dur
         }
         written = state
         since = now
+        if state, let pendingPulse {
+            pulseEnds = now.advanced(by: pendingPulse)
+            self.pendingPulse = nil
+        }
         return .switched(on: state)
     }
 }

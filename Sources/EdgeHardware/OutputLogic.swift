@@ -8,6 +8,38 @@ public enum OutputControl: Sendable, Hashable {
     case hysteresis(Hysteresis)
     /// Hysteresis whose thresholds are values of shared objects, which may change at any time.
     case sharedHysteresis(SharedHysteresis)
+    /// On for a while, then off again: `true`, `1` or `"on"` for the configured time, a number for that many seconds;
+    /// `false`, `0` or `"off"` ends the pulse at once.
+    case pulse(PulseSettings)
+}
+
+/// A timed output: how long a pulse lasts, and what a new command does while one runs.
+public struct PulseSettings: Sendable, Hashable {
+    public enum Retrigger: String, Sendable, Hashable, CaseIterable {
+        /// The pulse runs for the new time from now.
+        case restart
+        /// The new time is added to what the pulse has left, up to `maximum` from now.
+        case extend
+    }
+
+    public var duration: Duration
+    /// The longest pulse a command may ask for.
+    public var maximum: Duration
+    public var retrigger: Retrigger
+
+    public init(duration: Duration, maximum: Duration? = nil, retrigger: Retrigger = .restart) {
+        self.duration = duration
+        self.maximum = max(maximum ?? duration, duration)
+        self.retrigger = retrigger
+    }
+
+    /// How long the pulse `value` asks for lasts: a number of seconds (up to `maximum`), else the configured time.
+    public func length(for value: JSONValue) -> Duration {
+        guard case .number(let seconds) = value, seconds.isFinite, seconds > 0 else { return duration }
+        let maximumSeconds = Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18
+        guard seconds < maximumSeconds else { return maximum }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
 }
 
 /// Hysteresis thresholds read from shared objects (`setpoints.fanOn`), each with a fallback until its object has
@@ -131,7 +163,15 @@ public struct OutputLogic: Sendable, Hashable {
             hysteresis = fixed
         case .sharedHysteresis(let shared):
             hysteresis = shared.hysteresis([:])
+        case .pulse:
+            hysteresis = nil
         }
+    }
+
+    /// The state after a pulse ran out: off.
+    public mutating func endPulse() -> Bool {
+        state = false
+        return state
     }
 
     /// New thresholds: the state after applying them to the last value received, or nil when there was none yet.
@@ -167,11 +207,13 @@ public struct OutputLogic: Sendable, Hashable {
 
     private func decide(_ value: JSONValue) -> Bool? {
         switch (control, value) {
-        case (.switching, .bool(let on)):
+        case (.switching, .bool(let on)), (.pulse, .bool(let on)):
             return on
         case (.switching, .number(let number)):
             return number == 1 ? true : number == 0 ? false : nil
-        case (.switching, .string(let word)):
+        case (.pulse, .number(let seconds)) where seconds.isFinite && seconds >= 0:
+            return seconds > 0
+        case (.switching, .string(let word)), (.pulse, .string(let word)):
             switch word.lowercased() {
             case "on": return true
             case "off": return false

@@ -71,6 +71,20 @@ int coaty_emu_add_gpio_chip(int number, int lines, const char *label, char *erro
 /// a requester for edge events gets one event per change.
 int coaty_emu_gpio_drive(int chip, int line, const bool *levels, size_t count, char *error, size_t error_size);
 
+/// Names a line (as the device tree's gpio-line-names do); unnamed lines are "line<offset>".
+int coaty_emu_gpio_name_line(int chip, int line, const char *name, char *error, size_t error_size);
+
+typedef struct coaty_emu_pulse_train coaty_emu_pulse_train;
+
+/// Starts a thread that drives an input line through `count` pulses at `rate` Hz (high for half a period, then low),
+/// each edge at its time on the monotonic clock. Like the kernel's, the line request's event FIFO holds 16 events:
+/// an edge that finds it full is dropped and counted.
+int coaty_emu_gpio_pulse_train_start(int chip, int line, double rate, uint64_t count, coaty_emu_pulse_train **train,
+                                     char *error, size_t error_size);
+
+/// Waits for the train's last pulse and frees it: how many edge events reached the requester and how many were dropped.
+void coaty_emu_gpio_pulse_train_finish(coaty_emu_pulse_train *train, uint64_t *delivered, uint64_t *dropped);
+
 typedef struct {
     bool requested;
     bool output;

@@ -1,0 +1,246 @@
+import CoatyCommunication
+import CoatyIORouting
+import CoatyJSON
+import CoatyModel
+import CoatySharedObjects
+import EdgeHardware
+import Logging
+import Synchronization
+
+/// The agent's PWM outputs (fans, dimmers), driven from the values routed to their IoActors: a duty in percent, or a
+/// temperature through a fan curve whose points may live in a shared object. Each output takes its safe duty when its
+/// actor loses its association and, for good, when the agent stops. The duty each channel runs at is published by its
+/// `dutySource`, if it has one.
+///
+/// Every change of a channel goes through one lock, with its log line, as `OutputDevices` does for GPIO lines.
+final class PWMOutputs: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    private let devices: [PWMOutputDevice]
+    private let actors: IoActorController
+    private let status: DeviceStatus
+    private let sysfsRoot: String
+    /// Publishes a duty from a `dutySource`.
+    private let publishDuty: @Sendable (Double, String) -> Void
+    private let clock = ContinuousClock()
+    private let state = Mutex(State())
+
+    private struct State {
+        var outputs: [String: Output] = [:]
+        /// The data of the shared objects that curves read, by object name.
+        var sharedData: [String: JSONObject] = [:]
+        var isStopping = false
+    }
+
+    private struct Output {
+        let wiring: Wiring
+        var driver: PWMOutputDriver<Instant>
+        /// When the driver wants `advance` next (a kick-start ends, a slew steps).
+        var wakeups: AsyncStream<Instant>.Continuation
+    }
+
+    private struct Wiring: Sendable {
+        var device: PWMOutputDevice
+        var actor: IoActor
+        var logger: Logger
+
+        var label: String { device.label }
+        var name: String { "\(label) (\(actor.name))" }
+    }
+
+    init(
+        devices: [PWMOutputDevice], actors: IoActorController, status: DeviceStatus, sysfsRoot: String,
+        publishDuty: @escaping @Sendable (Double, String) -> Void
+    ) {
+        self.devices = devices
+        self.actors = actors
+        self.status = status
+        self.sysfsRoot = sysfsRoot
+        self.publishDuty = publishDuty
+    }
+
+    var statusEntries: [DeviceStatus.Entry] {
+        devices.map { device in
+            DeviceStatus.Entry(label: device.label, kind: "pwm-output", ioPoints: [device.ioActorId] + [device.dutySourceId].compactMap { $0 })
+        }
+    }
+
+    /// Drives the outputs until cancelled.
+    func run(actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects, logger: Logger) async {
+        defer { state.withLock { $0.isStopping = false } }
+        await withDiscardingTaskGroup { group in
+            for device in devices {
+                guard let actor = actorsById[device.ioActorId] else { continue }
+                let wiring = Wiring(device: device, actor: actor, logger: logger)
+                group.addTask { await self.drive(wiring, manager: manager) }
+                if case .curve(let curve) = device.control, case .shared(let object, let key, _) = curve.points {
+                    group.addTask { await self.follow(object: object, key: key, of: wiring, sharedObjects: sharedObjects) }
+                }
+            }
+        }
+    }
+
+    private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
+        let device = wiring.device
+        let (wakeups, wakeupsContinuation) = AsyncStream.makeStream(of: Instant.self, bufferingPolicy: .bufferingNewest(1))
+        let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
+        var failures = 0
+        var hasTried = false
+        while !Task.isCancelled || !hasTried {
+            hasTried = true
+            do {
+                let channel = SysfsPWMChannel(sysfsRoot: sysfsRoot, chip: device.chip, channel: device.channel)
+                var driver = try PWMOutputDriver<Instant>(
+                    channel: channel, settings: device.settings, control: device.control, at: clock.now)
+                let isStopping = state.withLock { state in
+                    if case .curve(let curve) = device.control, case .shared(let object, let key, _) = curve.points,
+                        let points = state.sharedData[object]?[key], let fanCurve = try? FanCurve(json: points)
+                    {
+                        _ = driver.retune(fanCurve, at: clock.now)
+                    }
+                    state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, wakeups: wakeupsContinuation)
+                    return state.isStopping
+                }
+                status.set(wiring.label, error: nil)
+                wiring.logger.info(
+                    "\(wiring.name) runs at \(JSONValue.number(device.settings.frequency)) Hz, duty \(Self.percent(device.settings.initialDuty))")
+                if let source = device.dutySourceId { publishDuty(device.settings.initialDuty, source) }
+                if isStopping {
+                    state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+                    return
+                }
+                break
+            } catch {
+                failures += 1
+                if failures == 1 { wiring.logger.error("cannot start \(wiring.label) for \(wiring.actor.name), retrying: \(error)") }
+                guard !Task.isCancelled else { return }
+                status.set(wiring.label, error: error.description)
+                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+            }
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await value in self.actors.values(of: wiring.actor) {
+                    let json = OutputDevices.json(of: value)
+                    self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) }
+                }
+            }
+            group.addTask {
+                for await deadline in wakeups {
+                    guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
+                    self.change(wiring, by: nil) { driver, now in driver.advance(at: now) }
+                }
+            }
+            guard let ioStates = try? manager.observeIoState(of: wiring.actor.objectId) else { return }
+            group.addTask {
+                // As for GPIO outputs: only a lost association counts, and the routing table decides.
+                var wasAssociated = false
+                for await _ in ioStates {
+                    let isAssociated = manager.ioState(of: wiring.actor.objectId).hasAssociations
+                    if wasAssociated && !isAssociated {
+                        self.state.withLock { state in
+                            guard !state.isStopping else { return }
+                            self.enterSafeState(of: wiring.device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                        }
+                    }
+                    wasAssociated = isAssociated
+                }
+            }
+        }
+    }
+
+    /// Applies the curve points of a shared object whenever they change; points that are not a valid curve are logged
+    /// and the curve in force stays. A deleted object's points give way to the configured default.
+    private func follow(object: String, key: String, of wiring: Wiring, sharedObjects: SharedObjects) async {
+        for await data in sharedObjects.data(of: object) {
+            state.withLock { $0.sharedData[object] = data }
+            let curve: FanCurve
+            if let points = data[key] {
+                do {
+                    curve = try FanCurve(json: points)
+                } catch {
+                    wiring.logger.warning("\(wiring.name) keeps its curve: \(object).\(key) is not a fan curve: \(error)")
+                    continue
+                }
+            } else {
+                guard case .curve(let settings) = wiring.device.control, let fallback = settings.initialCurve else { continue }
+                curve = fallback
+            }
+            change(wiring, by: "new curve points") { driver, now in
+                if driver.follower?.curve != curve {
+                    wiring.logger.info("\(wiring.name) curve now \(curve.points.map { "\(JSONValue.number($0.input)): \(Self.percent($0.duty))" }.joined(separator: ", "))")
+                }
+                return driver.retune(curve, at: now)
+            }
+        }
+    }
+
+    /// Makes one change to an output's driver under the lock and logs it; nothing changes once the agent stops. A nil
+    /// cause is a step the driver asked for (a kick-start's end, a slew step), logged at debug level.
+    private func change(
+        _ wiring: Wiring, by cause: @autoclosure () -> String?,
+        _ body: (inout PWMOutputDriver<Instant>, Instant) -> PWMOutputDriver<Instant>.Outcome
+    ) {
+        let actorId = wiring.device.ioActorId
+        state.withLock { state in
+            guard !state.isStopping, var output = state.outputs[actorId] else { return }
+            let outcome = body(&output.driver, clock.now)
+            state.outputs[actorId] = output
+            if let next = outcome.next { output.wakeups.yield(next) }
+            switch outcome {
+            case .set(let duty, _):
+                if let cause = cause() {
+                    wiring.logger.info("\(wiring.name) duty \(Self.percent(duty)) by \(cause)")
+                } else {
+                    wiring.logger.debug("\(wiring.name) duty \(Self.percent(duty))")
+                }
+                if let source = wiring.device.dutySourceId { publishDuty(duty, source) }
+                status.set(wiring.label, error: nil)
+            case .rejected(let value, let reason):
+                wiring.logger.warning("\(wiring.name) ignored \(value): \(reason)")
+            case .failed(let error):
+                wiring.logger.error("\(wiring.name) failed to set its duty: \(error)")
+                status.set(wiring.label, error: error.description)
+            case .unchanged:
+                break
+            }
+        }
+    }
+
+    /// Puts every output at its safe duty and keeps it there.
+    func enterSafeStateForStop() {
+        state.withLock { state in
+            state.isStopping = true
+            for device in devices {
+                enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &state)
+            }
+        }
+    }
+
+    private func enterSafeState(of actorId: String, reason: String, in state: inout State) {
+        guard var output = state.outputs[actorId] else { return }
+        let wiring = output.wiring
+        let outcome = output.driver.enterSafeState(at: clock.now)
+        state.outputs[actorId] = output
+        switch outcome {
+        case .set(let duty, _):
+            wiring.logger.notice("\(wiring.label) to its safe duty (\(Self.percent(duty))): \(reason)")
+            if let source = wiring.device.dutySourceId { publishDuty(duty, source) }
+        case .failed(let error):
+            wiring.logger.error("\(wiring.label) cannot go to its safe duty: \(error); \(reason)")
+            status.set(wiring.label, error: error.description)
+        case .unchanged, .rejected:
+            let duty = output.driver.applied.map(Self.percent) ?? "unknown"
+            wiring.logger.notice(
+                wiring.device.settings.safeDuty == nil
+                    ? "\(wiring.label) keeps its duty (\(duty)), its safe state: \(reason)"
+                    : "\(wiring.label) at its safe duty (\(duty)) already: \(reason)")
+        }
+    }
+
+    /// A duty as the log shows it: "45%", "37.5%".
+    static func percent(_ duty: Double) -> String {
+        let rounded = (duty * 10).rounded() / 10
+        return "\(JSONValue.number(rounded))%"
+    }
+}
