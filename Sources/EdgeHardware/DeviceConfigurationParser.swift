@@ -603,6 +603,9 @@ private struct DevicesParser {
         let line: GPIOLineAddress
         if case .string(let name) = lineCursor.value {
             guard !name.isEmpty else { throw lineCursor.error("expected a line offset or a line name like \"GPIO17\", found an empty string") }
+            guard !name.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw lineCursor.error("\"\(name)\" is no line name: write an offset as a number, \(name), or a name like \"GPIO\(name)\"")
+            }
             line = GPIOLineAddress(chip: chip, lineName: name)
         } else {
             line = GPIOLineAddress(chip: chip, offset: try lineCursor.integer(in: 0...1023))

@@ -114,9 +114,10 @@ public final class SysfsPWMChannel: PWMChannel {
         }
     }
 
-    /// One write(2) of the whole text, as sysfs wants it.
+    /// One write(2) of the whole text, as sysfs wants it; truncating, as a shell's `echo 0 > duty_cycle` does (sysfs
+    /// ignores it; a file that stands in for the attribute then holds exactly the text).
     private func store(_ text: String, to path: String) throws(PWMError) {
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
         guard descriptor >= 0 else {
             let code = errno
             throw PWMError(code == ENOENT ? .noChannel : .io, "cannot open \(path): \(String(cString: strerror(code)))")

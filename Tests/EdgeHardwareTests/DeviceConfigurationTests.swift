@@ -263,8 +263,8 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
          #"$.devices.sensors[0].driver: "bme281" is not one of "tmp102", "mcp9808", "lm75", "lm75a", "sht31", "bme280", "ds18b20", "thermal""#),
         (#"{"sensors": [{"driver": "gpio-output"}]}"#,
          #"$.devices.sensors[0].driver: "gpio-output" is not one of "tmp102", "mcp9808", "lm75", "lm75a", "sht31", "bme280", "ds18b20", "thermal""#),
-        (#"{"outputs": [{"driver": "gpio-input"}]}"#, #"$.devices.outputs[0].driver: "gpio-input" is not one of "gpio-output""#),
-        (#"{"inputs": [{"driver": "bme280"}]}"#, #"$.devices.inputs[0].driver: "bme280" is not one of "gpio-input""#),
+        (#"{"outputs": [{"driver": "gpio-input"}]}"#, #"$.devices.outputs[0].driver: "gpio-input" is not one of "gpio-output", "pwm-output""#),
+        (#"{"inputs": [{"driver": "bme280"}]}"#, #"$.devices.inputs[0].driver: "bme280" is not one of "gpio-input", "pulse-counter""#),
         // Addresses the chip cannot have, and addresses that are not addresses.
         (#"{"sensors": [{"driver": "bme280", "bus": 1, "address": "0x40"}]}"#,
          "$.devices.sensors[0].address: 0x40 is not an address of the bme280 (0x76 or 0x77)"),
@@ -341,7 +341,7 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
         (#"{"sensors": [{"driver": "thermal", "zone": 0, "retry": {"min": "1s", "maximum": "1min"}}]}"#,
          #"$.devices.sensors[0].retry.maximum: unknown member "maximum" (known: "max", "min")"#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "safe": "on"}]}"#,
-         #"$.devices.outputs[0].safe: unknown member "safe" (known: "activeLow", "chip", "driver", "hysteresis", "initial", "ioActor", "line", "minOffTime", "minOnTime", "safeState")"#),
+         #"$.devices.outputs[0].safe: unknown member "safe" (known: "activeLow", "chip", "driver", "hysteresis", "initial", "ioActor", "line", "minOffTime", "minOnTime", "pulse", "safeState")"#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "minOnTime": 30}]}"#,
          #"$.devices.outputs[0].minOnTime: expected a duration like "500ms", "10s", "5min" or "1h", found number"#),
         (#"{"inputs": [{"driver": "gpio-input", "ioSource": "i", "chip": 0, "line": 1, "debounceMs": 20}]}"#,
@@ -358,13 +358,13 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
         (#"{"sensors": [{"driver": "thermal", "zone": 0, "sources": {"temperature": {"ioSource": ""}}}]}"#,
          "$.devices.sensors[0].sources.temperature.ioSource: must not be an empty string"),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": "17"}]}"#,
-         "$.devices.outputs[0].line: expected an integer, found string"),
+         #"$.devices.outputs[0].line: "17" is no line name: write an offset as a number, 17, or a name like "GPIO17""#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1024}]}"#,
          "$.devices.outputs[0].line: 1024 is out of range 0...1023"),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": true, "line": 1}]}"#,
-         #"$.devices.outputs[0].chip: expected a chip name like "gpiochip0" or a chip number, found boolean"#),
+         #"$.devices.outputs[0].chip: expected a chip name like "gpiochip0", a chip label like "pinctrl-rp1" or a chip number, found boolean"#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": "", "line": 1}]}"#,
-         #"$.devices.outputs[0].chip: expected a chip name like "gpiochip0" or a chip number, found an empty string"#),
+         #"$.devices.outputs[0].chip: expected a chip name like "gpiochip0", a chip label like "pinctrl-rp1" or a chip number, found an empty string"#),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "activeLow": 1}]}"#,
          "$.devices.outputs[0].activeLow: expected a boolean, found number"),
         (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "initial": true}]}"#,
@@ -508,5 +508,69 @@ private let bme = #"{"driver": "bme280", "bus": "/dev/i2c-1", "address": "0x76",
     ])
     func formats(duration: Duration, expected: String) {
         #expect(duration.configurationText == expected)
+    }
+}
+
+@Suite struct PWMAndCounterConfigurationTests {
+    @Test func aPWMOutputWithAllItsOptions() throws {
+        let devices = try parseDevices(#"""
+            {"outputs": [{"driver": "pwm-output", "ioActor": "fan", "chip": "pwmchip0", "channel": 1, "frequency": 25000,
+              "minDuty": 20, "maxDuty": 90, "stopBelow": 10, "kickStart": {"time": "500ms"}, "inverted": true,
+              "safeDuty": 100, "slewRate": 5, "dutySource": "duty",
+              "curve": {"points": {"shared": "fan.curve", "default": [[40, 0], [70, 100]]}, "hysteresis": 2}}]}
+            """#)
+        #expect(devices.outputs.isEmpty)
+        let pwm = try #require(devices.pwmOutputs.first)
+        #expect(pwm.chip == "pwmchip0" && pwm.channel == 1 && pwm.dutySourceId == "duty")
+        #expect(pwm.settings == PWMSettings(
+            frequency: 25000, inverted: true, range: DutyRange(minimum: 20, maximum: 90, stopBelow: 10),
+            kickStart: KickStart(duty: 100, duration: .milliseconds(500)), slewRate: 5, safeDuty: 100, initialDuty: 0))
+        #expect(pwm.control == .curve(CurveSettings(
+            points: .shared(object: "fan", key: "curve", fallback: try FanCurve(json: [[40, 0], [70, 100]])), band: 2)))
+        let keep = try parseDevices(#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": 0, "channel": 0, "safeDuty": "keep"}]}"#)
+        #expect(keep.pwmOutputs.first?.settings.safeDuty == nil)
+        #expect(keep.pwmOutputs.first?.control == .direct)
+    }
+
+    @Test func aCounterAndAPulseOutput() throws {
+        let devices = try parseDevices(#"""
+            {"inputs": [{"driver": "pulse-counter", "chip": "pinctrl-rp1", "line": "GPIO17", "debounce": "2ms",
+                         "total": {"ioSource": "t"}, "rate": {"ioSource": "r", "window": "5min", "per": "minute"},
+                         "quantity": {"ioSource": "q", "pulsesPerUnit": 450}, "stateFile": "/var/lib/coaty-edge/water.count"}],
+             "outputs": [{"driver": "gpio-output", "ioActor": "door", "chip": 0, "line": 4,
+                          "pulse": {"duration": "3s", "maximum": "10s", "retrigger": "extend"}}]}
+            """#)
+        let counter = try #require(devices.counters.first)
+        #expect(counter.line == GPIOLineAddress(chip: "pinctrl-rp1", lineName: "GPIO17"))
+        #expect(counter.debounce == .milliseconds(2) && counter.rateWindow == .seconds(300) && counter.ratePer == .seconds(60))
+        #expect(counter.sourceIds == ["t", "r", "q"] && counter.pulsesPerUnit == 450)
+        #expect(counter.stateFile == "/var/lib/coaty-edge/water.count")
+        #expect(devices.outputs.first?.control == .pulse(PulseSettings(duration: .seconds(3), maximum: .seconds(10), retrigger: .extend)))
+    }
+
+    @Test(arguments: [
+        (#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": 0, "channel": 0, "minDuty": 120}]}"#,
+         "$.devices.outputs[0].minDuty: must be a percentage, 0...100"),
+        (#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": 0, "channel": 0, "minDuty": 50, "maxDuty": 40}]}"#,
+         "$.devices.outputs[0].maxDuty: must not be below minDuty, 50"),
+        (#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": "gpiochip0", "channel": 0}]}"#,
+         #"$.devices.outputs[0].chip: "gpiochip0" is not a PWM chip like "pwmchip0" (a directory of /sys/class/pwm)"#),
+        (#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": 0, "channel": 0, "curve": {"points": [[40, 0], [30, 50]]}}]}"#,
+         "$.devices.outputs[0].curve.points[1]: input 30 must be above the previous point's, 40"),
+        (#"{"outputs": [{"driver": "pwm-output", "ioActor": "a", "chip": 0, "channel": 0}, {"driver": "pwm-output", "ioActor": "b", "chip": 0, "channel": 0}]}"#,
+         "$.devices.outputs[1].channel: PWM channel 0 of pwmchip0 is already used by $.devices.outputs[0]"),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "hysteresis": {"onAbove": 60, "offBelow": 55}, "pulse": "1s"}]}"#,
+         "$.devices.outputs[0].pulse: a pulse output cannot have a hysteresis too"),
+        (#"{"outputs": [{"driver": "gpio-output", "ioActor": "a", "chip": 0, "line": 1, "pulse": {"duration": "5s", "maximum": "1s"}}]}"#,
+         "$.devices.outputs[0].pulse.maximum: must not be shorter than the duration, 5s"),
+        (#"{"inputs": [{"driver": "pulse-counter", "chip": 0, "line": 1}]}"#,
+         #"$.devices.inputs[0]: must publish at least one of "total", "rate" and "quantity" to an IoSource"#),
+        (#"{"inputs": [{"driver": "pulse-counter", "chip": 0, "line": 1, "total": {"ioSource": "t"}, "stateFile": "water.count"}]}"#,
+         "$.devices.inputs[0].stateFile: must be an absolute path"),
+        (#"{"inputs": [{"driver": "pulse-counter", "chip": 0, "line": 1, "quantity": {"ioSource": "q", "pulsesPerUnit": 0}}]}"#,
+         "$.devices.inputs[0].quantity.pulsesPerUnit: must be above zero"),
+    ])
+    func invalidEntriesNameThePathAndTheReason(devices: String, expected: String) {
+        #expect(parseError(devices) == expected)
     }
 }
