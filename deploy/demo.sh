@@ -4,7 +4,11 @@
 #     TMP102, MCP9808 and BME280 chips through the real drivers;
 #   - "Normal-state actor" and "Emergency-state actor": each prints what it receives;
 #   - "Temperature router": routes temperatures to the actor responsible for the context's operating state,
-#     by the rules in rules/temperature-demo.
+#     by the rules in rules/temperature-demo;
+#   - "Fan controller": a PWM case fan on an emulated sysfs PWM chip follows the emulated SoC temperature (rising
+#     and falling between 34 and 62 °C over about three minutes) through a fan curve from the shared object "fan",
+#     and publishes the duty it runs at (coaty-edge.Duty[Percent]) to a duty display, so that `coaty-edge observe`
+#     shows temperature and duty side by side.
 # Every 20 s the demo switches the operating state (normal <-> emergency) with `coaty-edge context set`, and
 # the temperatures move from one actor to the other. It installs what is missing (Debian or Raspberry Pi OS
 # packages), builds coaty-edge, and starts a private mosquitto on a free port.
@@ -66,11 +70,12 @@ done
 # `run` refuses root unless told; the demo runs as whoever starts it, root in a container too.
 run_flags=()
 ((EUID == 0)) && run_flags=(--allow-root)
-for agent in router normal-actor emergency-actor sensors; do
+for agent in router normal-actor emergency-actor sensors fan; do
     "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" "${run_flags[@]}" > >(sed -u "s/^/[$agent] /") 2>&1 &
     agents+=($!)
 done
 
+echo "== watch the fan: $bin observe --broker $broker   (or: $bin shared set fan curve '[[40, 0], [45, 100]]' --broker $broker)"
 started=$SECONDS
 state=normal
 while ((duration == 0 || SECONDS - started < duration)); do

@@ -222,7 +222,7 @@ public struct PWMOutputDriver<Instant: InstantProtocol>: Sendable where Instant.
     private mutating func aim(at duty: Double, _ now: Instant) -> Outcome {
         // A slew starts now, not when the duty last moved.
         if applied == target, kickEnds == nil { lastStep = now }
-        target = duty
+        target = Self.tenth(duty)
         if kickEnds != nil {
             // The kick runs to its end; a stop ends it at once.
             if duty == 0 {
@@ -239,7 +239,11 @@ public struct PWMOutputDriver<Instant: InstantProtocol>: Sendable where Instant.
         return .rejected(value, reason: reason)
     }
 
-    private mutating func write(_ duty: Double, next: Instant?) -> Outcome {
+    /// Duties in tenths of a percent: finer than any fan can tell, and a slew's steps read as the duties they are.
+    private static func tenth(_ duty: Double) -> Double { (duty * 10).rounded() / 10 }
+
+    private mutating func write(_ unrounded: Double, next: Instant?) -> Outcome {
+        let duty = Self.tenth(unrounded)
         guard duty != applied else { return .unchanged(next: next) }
         do {
             try channel.set(duty: duty / 100)
