@@ -75,6 +75,8 @@ let package = Package(
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
         // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
+        // The pulse counter at rising pulse rates on an emulated line: `Tests/Tools/measure-counter.sh`.
+        .executableTarget(name: "CounterBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
         // The agent against a bare libmosquitto client on one broker: `swift run -c release coaty-edge-bench`.
         .executableTarget(
             name: "coaty-edge-bench",

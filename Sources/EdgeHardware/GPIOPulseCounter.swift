@@ -20,6 +20,7 @@ public final class GPIOPulseCounter: Sendable {
     private let handle: GPIOLineHandle
     private let counted = Atomic<UInt64>(0)
     private let bounces = Atomic<UInt64>(0)
+    private let watcherNanoseconds = Atomic<UInt64>(0)
 
     public init(chip chipPath: String, line offset: Int, activeLow: Bool = false, edge: CounterDevice.Edge = .rising,
         debounce: Duration = .zero) throws(GPIOError)
@@ -41,6 +42,8 @@ public final class GPIOPulseCounter: Sendable {
     public var total: UInt64 { counted.load(ordering: .relaxed) }
     /// The edges ignored as bounces.
     public var bounceCount: UInt64 { bounces.load(ordering: .relaxed) }
+    /// The CPU time the watching thread used, once `count()` has returned: the cost of counting (the counter benchmark).
+    public var watcherCPUTime: Duration { .nanoseconds(Int64(watcherNanoseconds.load(ordering: .relaxed))) }
 
     /// Counts until the task is cancelled; throws when the line fails (then request it again).
     public func count() async throws(GPIOError) {
@@ -48,7 +51,11 @@ public final class GPIOPulseCounter: Sendable {
         let result: Result<Void, GPIOError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let started = startThread { [self] in
-                    continuation.resume(returning: Result { () throws(GPIOError) in try watch(until: stop) })
+                    let result = Result { () throws(GPIOError) in try watch(until: stop) }
+                    var time = timespec()
+                    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+                    watcherNanoseconds.store(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec), ordering: .relaxed)
+                    continuation.resume(returning: result)
                 }
                 if started != 0 {
                     continuation.resume(returning: .failure(.io(errno: started, "cannot start a thread to count \(label)")))
