@@ -11,7 +11,7 @@ import Synchronization
 /// Feeds arbitrary bytes down the actor/output path: an output's configuration is parsed as an agent's `devices`
 /// section is, and IoValue payloads arrive on an associated route, pass the manager's decoding and the
 /// `IoActorController`'s value-type check, and drive the output's `OutputLogic` (switching, hysteresis, shared
-/// thresholds, safe state). The decisions are checked against what the configuration promises. Used by the
+/// thresholds, pulses, safe state). The decisions are checked against what the configuration promises. Used by the
 /// fuzzer and by the corpus regression test.
 ///
 /// An input is lines: the first is the JSON of one `devices.outputs` entry (an entry that does not parse leaves
@@ -158,6 +158,12 @@ public final class OutputFuzzHarness: Sendable {
         case (.switching, .bool(let on)):
             precondition(state == on, "a switching output did not follow \(on)")
         case (.switching, _):
+            break
+        case (.pulse, .bool(let on)):
+            precondition(state == on, "a pulse output did not follow \(on)")
+        case (.pulse, .number(let seconds)):
+            precondition(state == (seconds > 0), "a pulse output took \(seconds) s as \(state)")
+        case (.pulse, _):
             break
         case (_, .number(let number)):
             guard let hysteresis = logic.hysteresis else {
