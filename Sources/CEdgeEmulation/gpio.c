@@ -173,15 +173,13 @@ int coaty_emu_gpio_name_line(int number, int line, const char *name, char *error
     return result;
 }
 
-// The kernel's GPIO v1 event FIFO holds 16 events per line request; a pulse train drops what does not fit, as
-// the kernel does when the reader falls behind.
-#define KERNEL_EVENT_FIFO 16
 
 typedef struct {
     int chip;
     int line;
     double rate;
     uint64_t count;
+    size_t fifo_depth;
     pthread_t thread;
     uint64_t delivered;
     uint64_t dropped;
@@ -200,7 +198,7 @@ static void train_edge(pulse_train *train, bool level) {
         if (request != NULL && (request->event_flags & wanted)) {
             int pending = 0;
             ioctl(request->event_pipe[0], FIONREAD, &pending);
-            if ((size_t)pending / sizeof(struct gpioevent_data) >= KERNEL_EVENT_FIFO) {
+            if ((size_t)pending / sizeof(struct gpioevent_data) >= train->fifo_depth) {
                 train->dropped++;
             } else {
                 struct gpioevent_data event;
@@ -237,10 +235,14 @@ static void *run_train(void *argument) {
     return NULL;
 }
 
-int coaty_emu_gpio_pulse_train_start(int number, int line, double rate, uint64_t count, coaty_emu_pulse_train **out,
-                                     char *error, size_t error_size) {
+int coaty_emu_gpio_pulse_train_start(int number, int line, double rate, uint64_t count, size_t fifo_depth,
+                                     coaty_emu_pulse_train **out, char *error, size_t error_size) {
     if (!(rate > 0 && rate <= 1000000)) {
         coaty_emu_set_error(error, error_size, "a pulse rate must be in (0, 1000000] Hz, not %g", rate);
+        return -1;
+    }
+    if (fifo_depth < 1 || fifo_depth > 4096) {
+        coaty_emu_set_error(error, error_size, "an event FIFO holds 1...4096 events, not %zu", fifo_depth);
         return -1;
     }
     pthread_mutex_lock(&coaty_emu_lock);
@@ -267,6 +269,7 @@ int coaty_emu_gpio_pulse_train_start(int number, int line, double rate, uint64_t
     train->line = line;
     train->rate = rate;
     train->count = count;
+    train->fifo_depth = fifo_depth;
     int failure = pthread_create(&train->thread, NULL, run_train, train);
     if (failure != 0) {
         free(train);

@@ -139,11 +139,21 @@ public struct EmulatedGPIOChip: Sendable, Hashable {
         try call { coaty_emu_gpio_name_line(Int32(number), Int32(clamping: line), name, $0, $1) }
     }
 
+    /// The events the kernel's GPIO (v1) event FIFO holds per line request.
+    public static let kernelEventFIFODepth = 16
+
     /// Drives an input line through `count` pulses at `rate` Hz, on a thread of the emulation, each edge on time.
-    /// The line's event FIFO holds 16 events, as the kernel's does: edges that find it full are dropped and counted.
-    public func startPulses(line: Int, rate: Double, count: UInt64) throws(EmulationError) -> EmulatedPulseTrain {
+    /// The line's event FIFO holds `fifoDepth` events, by default as many as the kernel's: edges that find it full are
+    /// dropped and counted. (In a test process, the emulation's one thread that stands in for the kernel serves every
+    /// emulated device: a deeper FIFO keeps its delays, under other tests' traffic, from counting against the reader.)
+    public func startPulses(line: Int, rate: Double, count: UInt64, fifoDepth: Int = kernelEventFIFODepth) throws(EmulationError)
+        -> EmulatedPulseTrain
+    {
         var train: OpaquePointer?
-        try call { coaty_emu_gpio_pulse_train_start(Int32(number), Int32(clamping: line), rate, count, &train, $0, $1) }
+        try call {
+            coaty_emu_gpio_pulse_train_start(
+                Int32(number), Int32(clamping: line), rate, count, max(0, fifoDepth), &train, $0, $1)
+        }
         guard let train else { throw .failed("the pulse train did not start") }
         return EmulatedPulseTrain(handle: train)
     }

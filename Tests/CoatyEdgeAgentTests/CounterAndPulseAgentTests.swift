@@ -19,7 +19,7 @@ import Testing
 
     @Test func theCountedTotalGoesOnAfterARestart() async throws {
         let broker = try await TestBroker.started()
-        let gpio = try EmulatedHardware().addGPIOChip(95, lines: 8, label: "meter-chip-95")
+        let gpio = try EmulatedHardware().addGPIOChip(150, lines: 8, label: "meter-chip-150")
         try gpio.name(line: 3, "METER")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-counter-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -30,7 +30,7 @@ import Testing
               "common": {"agentIdentity": {"name": "meter"}, "ioContextNodes": {"ctx": {
                 "ioSources": [{"objectId": "total", "name": "Water pulses", "valueType": "coaty-edge.Count"}]}}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"},
-              "devices": {"inputs": [{"driver": "pulse-counter", "chip": "meter-chip-95", "line": "METER", "publishInterval": "100ms",
+              "devices": {"inputs": [{"driver": "pulse-counter", "chip": "meter-chip-150", "line": "METER", "publishInterval": "100ms",
                                       "total": {"ioSource": "total"}, "stateFile": "\#(stateFile)"}]}
             }
             """#
@@ -71,7 +71,7 @@ import Testing
 
     @Test func aDoorOpenerPulsesForItsTimeWhenTheButtonIsPressed() async throws {
         let broker = try await TestBroker.started()
-        let gpio = try EmulatedHardware().addGPIOChip(96, lines: 8, label: "door-chip-96")
+        let gpio = try EmulatedHardware().addGPIOChip(151, lines: 8, label: "door-chip-151")
         let configuration = #"""
             {
               "common": {"agentIdentity": {"name": "door"}, "ioContextNodes": {"ctx": {
@@ -79,8 +79,8 @@ import Testing
                 "ioActors": [{"objectId": "opener", "name": "Door opener", "valueType": "coaty-edge.Switch"}]}}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"},
               "devices": {
-                "inputs": [{"driver": "gpio-input", "ioSource": "button", "chip": "door-chip-96", "line": 1}],
-                "outputs": [{"driver": "gpio-output", "ioActor": "opener", "chip": "door-chip-96", "line": 2, "pulse": "1s"}]
+                "inputs": [{"driver": "gpio-input", "ioSource": "button", "chip": "door-chip-151", "line": 1}],
+                "outputs": [{"driver": "gpio-output", "ioActor": "opener", "chip": "door-chip-151", "line": 2, "pulse": "1s"}]
               }
             }
             """#

@@ -8,7 +8,7 @@ import Testing
 /// `coaty-edge config check` says what a chip label and a line name are on this machine, or lists the chips present.
 @Suite(.serialized, .emulatedHardware) struct ConfigCheckGPIOTests {
     @Test func labelsAndLineNamesAreLookedUpOnThisMachine() throws {
-        let chip = try EmulatedHardware().addGPIOChip(97, lines: 32, label: "pinctrl-check-97")
+        let chip = try EmulatedHardware().addGPIOChip(152, lines: 32, label: "pinctrl-check-152")
         try chip.name(line: 17, "GPIO17")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -21,7 +21,7 @@ import Testing
                              {"objectId": "lamp", "name": "Lamp", "valueType": "coaty-edge.Switch"}]}}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:1883"},
               "devices": {"outputs": [
-                {"driver": "gpio-output", "ioActor": "fan", "chip": "pinctrl-check-97", "line": "GPIO17"},
+                {"driver": "gpio-output", "ioActor": "fan", "chip": "pinctrl-check-152", "line": "GPIO17"},
                 {"driver": "gpio-output", "ioActor": "lamp", "chip": "pinctrl-bcm2711", "line": 27}]}
             }
             """#.utf8).write(to: file)
@@ -29,10 +29,10 @@ import Testing
         #expect(report.status == .success)
         #expect(report.output.contains("  devices    0 sensors, 2 outputs, 0 inputs\n"))
         #expect(report.output.contains(
-            "  gpio       line GPIO17 of pinctrl-check-97 is gpiochip97 (pinctrl-check-97) line 17 (GPIO17)\n"), "\(report.output)")
+            "  gpio       line GPIO17 of pinctrl-check-152 is gpiochip152 (pinctrl-check-152) line 17 (GPIO17)\n"), "\(report.output)")
         #expect(report.errors.hasPrefix(
             "\(file.path): $.devices.outputs[1]: line 27 of pinctrl-bcm2711 not found on this machine: no GPIO chip: no GPIO chip named or labelled \"pinctrl-bcm2711\"; chips present: "),
             "\(report.errors)")
-        #expect(report.errors.contains("gpiochip97 (pinctrl-check-97, 32 lines)"))
+        #expect(report.errors.contains("gpiochip152 (pinctrl-check-152, 32 lines)"))
     }
 }

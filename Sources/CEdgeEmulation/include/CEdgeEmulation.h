@@ -77,10 +77,10 @@ int coaty_emu_gpio_name_line(int chip, int line, const char *name, char *error, 
 typedef struct coaty_emu_pulse_train coaty_emu_pulse_train;
 
 /// Starts a thread that drives an input line through `count` pulses at `rate` Hz (high for half a period, then low),
-/// each edge at its time on the monotonic clock. Like the kernel's, the line request's event FIFO holds 16 events:
-/// an edge that finds it full is dropped and counted.
-int coaty_emu_gpio_pulse_train_start(int chip, int line, double rate, uint64_t count, coaty_emu_pulse_train **train,
-                                     char *error, size_t error_size);
+/// each edge at its time on the monotonic clock. The line request's event FIFO holds `fifo_depth` events (the
+/// kernel's holds 16): an edge that finds it full is dropped and counted.
+int coaty_emu_gpio_pulse_train_start(int chip, int line, double rate, uint64_t count, size_t fifo_depth,
+                                     coaty_emu_pulse_train **train, char *error, size_t error_size);
 
 /// Waits for the train's last pulse and frees it: how many edge events reached the requester and how many were dropped.
 void coaty_emu_gpio_pulse_train_finish(coaty_emu_pulse_train *train, uint64_t *delivered, uint64_t *dropped);
