@@ -5,7 +5,7 @@ import CoatyJSON
 public struct DeviceConfiguration: Sendable, Hashable {
     /// Run every device against emulated chips and lines instead of the hardware.
     public var emulated: Bool
-    /// Where sysfs is mounted; 1-Wire devices and thermal zones are read below it.
+    /// Where sysfs is mounted; 1-Wire devices and thermal zones are read, and PWM channels written, below it.
     public var sysfsRoot: String
     public var sensors: [SensorDevice]
     public var outputs: [OutputDevice]
