@@ -1,5 +1,7 @@
 import CoatyCommunication
+import CoatyHomeAssistant
 import CoatyIORouting
+import CoatyJSON
 import CoatyRuntime
 import EdgeHardware
 import Logging
@@ -7,11 +9,12 @@ import Logging
 /// Runs the agent's devices, each job in a part of its own: the sensors and inputs that feed IoSources
 /// (`SourceDevices`), the outputs driven by IoActors with their switching rules and safe state (`OutputDevices`), and
 /// the device status every agent can see (`DeviceStatus`).
-final class DeviceController: Controller {
+final class DeviceController: Controller, PointHost {
     private let emulation: DeviceEmulation?
     private let status = DeviceStatus()
     private let sourceDevices: SourceDevices
     private let outputs: OutputDevices
+    let feed = PointFeed()
 
     init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, actors: IoActorController) throws {
         var devices = devices
@@ -22,8 +25,8 @@ final class DeviceController: Controller {
         } else {
             emulation = nil
         }
-        sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool())
-        outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status)
+        sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool(), feed: feed)
+        outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status, feed: feed)
     }
 
     func whileStarted(_ context: ControllerContext) async {
@@ -44,6 +47,10 @@ final class DeviceController: Controller {
             }
             group.addTask { await self.status.publish(on: manager, logger: context.logger) }
         }
+    }
+
+    func command(_ value: JSONValue, toOutput ioActorId: String, origin: String) -> Bool {
+        outputs.command(value, toOutput: ioActorId, origin: origin)
     }
 
     /// Outputs go to their safe state, and stay there, before the agent leaves.
