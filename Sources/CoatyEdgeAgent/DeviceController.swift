@@ -39,6 +39,7 @@ final class DeviceController: Controller, PointHost {
         await withDiscardingTaskGroup { group in
             if let emulation {
                 group.addTask { await emulation.simulate() }
+                group.addTask { await emulation.recordOutputLevels() }
             }
             group.addTask { await self.sourceDevices.run(sources: sourcesById, logger: context.logger) }
             group.addTask {

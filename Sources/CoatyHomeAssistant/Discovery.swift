@@ -45,7 +45,7 @@ public enum Discovery {
     }
 
     /// Whether Home Assistant sends commands for this kind of point.
-    static func takesCommands(_ kind: Point.Kind) -> Bool {
+    public static func takesCommands(_ kind: Point.Kind) -> Bool {
         switch kind {
         case .output, .setpoint: true
         case .sensor, .input: false
