@@ -183,6 +183,19 @@ import Testing
         #expect(preview.output.contains(#""device_class": "temperature""#))
         #expect(preview.output.contains("# Fan relay: \(Self.prefix)/fan_relay, commands on \(Self.prefix)/fan_relay/set"))
 
+        // The example of deploy/, with its password file and rules found from the scratch directory.
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let password = try scratch.write("topics.password", "secret\n")
+        #expect(chmod(password, 0o600) == 0)
+        let example = try String(contentsOf: repository.appendingPathComponent("deploy/example-home-assistant.json"), encoding: .utf8)
+            .replacingOccurrences(of: "/etc/coaty-edge/topics.password", with: password)
+            .replacingOccurrences(of: #""rules": "rules""#, with: #""rules": "\#(repository.path)/rules/greenhouse""#)
+        let examplePreview = try await Executable.run(["ha", "preview", "--config", try scratch.write("example.json", example)])
+        #expect(examplePreview.status == 0, "\(examplePreview.errors)")
+        #expect(examplePreview.outputLines.contains("# SoC temperature: coaty-edge/greenhouse_pi/soc_temperature (not in Home Assistant)"))
+        #expect(examplePreview.outputLines.contains("homeassistant/number/greenhouse_pi/fan_off/config"))
+        #expect(examplePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 9)
+
         let bad = try scratch.write(
             "bad.json",
             Self.configuration(broker: 1883).replacingOccurrences(of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#))
