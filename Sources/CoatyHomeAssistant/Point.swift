@@ -71,7 +71,7 @@ public struct Point: Sendable, Hashable {
 
     /// The state text of a value on the plain topics: numbers as JSON text, on/off points as `ON`/`OFF`; nil for a
     /// value the point cannot show (an input value that is neither of its mapping's).
-    func plainState(of value: JSONValue) -> String? {
+    public func plainState(of value: JSONValue) -> String? {
         switch kind {
         case .sensor, .setpoint:
             guard case .number = value else { return nil }
@@ -87,7 +87,7 @@ public struct Point: Sendable, Hashable {
     }
 
     /// The state payload in the configured format.
-    func statePayload(of value: JSONValue, format: BridgeSettings.PayloadFormat) -> [UInt8]? {
+    public func statePayload(of value: JSONValue, format: BridgeSettings.PayloadFormat) -> [UInt8]? {
         guard let plain = plainState(of: value) else { return nil }
         switch format {
         case .plain:
