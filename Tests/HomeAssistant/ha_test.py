@@ -6,7 +6,8 @@ setpoint) and a headless Home Assistant core configured by files written here (c
 a config entry, onboarding done, a user with a long-lived access token), then asserts through Home Assistant's REST
 API: the agent's entities exist with the right state, unit, device class and device; a `switch.turn_on` call switches
 the emulated GPIO line and `number.set_value` the setpoint; the entities turn unavailable when the agent is
-SIGKILLed and come back when it restarts; a restarted Home Assistant finds every entity again.
+SIGKILLed and come back when it restarts; a restarted Home Assistant finds every entity again; they turn unavailable
+at once when the agent stops cleanly.
 
 Run with the venv of venv.sh: `$(Tests/HomeAssistant/venv.sh)/bin/python Tests/HomeAssistant/ha_test.py --coaty-edge
 .build/debug/coaty-edge`. Exits 0 when every check held; prints each check and the time it took.
@@ -328,6 +329,19 @@ def main():
                     (s := hass.state(entity_id)) and s["state"] not in ("unavailable", "unknown")), limit=90)
 
         check("a restarted Home Assistant finds every entity with its state", restarted_home_assistant)
+
+        def unavailable_on_stop():
+            hass.request("POST", "/api/services/switch/turn_on", {"entity_id": f"switch.{AGENT}_fan_relay"})
+            wait_until("the switch on", lambda: hass.state(f"switch.{AGENT}_fan_relay")["state"] == "on", limit=30)
+            agent.process.terminate()
+            if agent.process.wait(timeout=30) != 0:
+                raise Failure(f"the agent exited with {agent.process.returncode} on SIGTERM")
+            stopped = time.monotonic()
+            for entity_id in ENTITIES:
+                wait_until(f"{entity_id} unavailable", lambda: hass.state(entity_id)["state"] == "unavailable", limit=10)
+            print(f"     unavailable {time.monotonic() - stopped:.1f} s after SIGTERM", flush=True)
+
+        check("entities turn unavailable at once when the agent stops cleanly", unavailable_on_stop)
         print(f"Home Assistant bridge test: {len(checks)} checks passed in {time.monotonic() - started:.0f} s")
         return 0
     except Failure as failure:

@@ -25,4 +25,5 @@ while wanted:
     data = json.loads(manifest.read_text())
     requirements.update(data.get("requirements", []))
     wanted.update(data.get("dependencies", []))
+    wanted.update(data.get("after_dependencies", []))
 print("\n".join(sorted(requirements)))
