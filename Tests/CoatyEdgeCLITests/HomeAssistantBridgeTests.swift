@@ -101,6 +101,14 @@ import Testing
             _ = try await later.text("\(Self.prefix)/\(point)")
         }
 
+        // Home Assistant's birth message (it restarted): every config again.
+        let configWatcher = try await TestClient.connected(to: broker, subscribingTo: ["homeassistant/+/\(Self.agent)/+/config"])
+        let retained = try await configWatcher.nextMessages(Self.entities.count)
+        #expect(Set(retained.map(\.topic)) == Set(Self.entities))
+        try watcher.client.publish("homeassistant/status", "online")
+        let resent = try await configWatcher.nextMessages(Self.entities.count)
+        #expect(Set(resent.map(\.topic)) == Set(Self.entities))
+
         // A command switches the emulated line (seen from the chip's side) and the state echoes the line; an early
         // OFF is held back by minOnTime and applied afterwards, as a routed value would be.
         let levels = "/tmp/coaty-edge-emulated-\(agent.processIdentifier)/gpio-output-levels"
