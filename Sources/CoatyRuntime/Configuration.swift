@@ -22,6 +22,7 @@ import CoatySharedObjects
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
+///   "mqttTopics": {...}, "homeAssistant": {...},
 ///   "logging": {"level": "info"},
 ///   "metrics": {"port": 9464, "host": "127.0.0.1"}
 /// }
