@@ -96,7 +96,8 @@ public struct BridgeSettings: Sendable, Hashable {
             }
             self.password = try password?.string()
             if let passwordFile {
-                let path = Self.resolve(try passwordFile.nonEmptyString(), relativeTo: configuration.source)
+                // As the communication section's passwordFile: the path as given.
+                let path = try passwordFile.nonEmptyString()
                 do {
                     self.password = try PasswordFile.password(in: path, allowingOpenFile: allowsOpenPasswordFile)
                 } catch {
@@ -185,7 +186,7 @@ public struct BridgeSettings: Sendable, Hashable {
                 let path = section?.path.appending("points") ?? JSONPath.root.appending("common").appending("ioContextNodes")
                 throw JSONShapeError(
                     path: path,
-                    reason: "\"\(other.name)\" and \"\(point.name)\" both have the topic level \"\(point.id)\": give their IO nodes names that differ in letters or digits")
+                    reason: "\"\(other.name)\" and \"\(point.name)\" both have the topic level \"\(point.id)\": rename one (an IO node by its name, a number by its key)")
             }
             seen[point.id] = point
         }
@@ -194,10 +195,5 @@ public struct BridgeSettings: Sendable, Hashable {
     static func isTopicPath(_ prefix: String) -> Bool {
         !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/") && !prefix.contains("//")
             && !prefix.contains("\0")
-    }
-
-    static func resolve(_ path: String, relativeTo file: String) -> String {
-        guard !path.hasPrefix("/"), let slash = file.lastIndex(of: "/") else { return path }
-        return String(file[...slash]) + path
     }
 }
