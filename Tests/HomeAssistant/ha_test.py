@@ -322,8 +322,11 @@ def main():
         check("entities turn unavailable when the agent is SIGKILLed and come back when it restarts", unavailable_on_kill)
 
         def restarted_home_assistant():
+            begin = time.monotonic()
             hass.stop()
+            stopped = time.monotonic()
             hass.start()
+            print(f"     stopped in {stopped - begin:.1f} s, started in {time.monotonic() - stopped:.1f} s", flush=True)
             for entity_id in ENTITIES:
                 wait_until(f"{entity_id} after the restart", lambda: (
                     (s := hass.state(entity_id)) and s["state"] not in ("unavailable", "unknown")), limit=90)
