@@ -62,7 +62,8 @@ import Testing
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let file = try scratch.write("agent.json", Self.configuration(broker: broker.port))
-        var agent = try await Executable.start(["run", "--config", file])
+        let metricsPort = try freeLoopbackPort()
+        var agent = try await Executable.start(["run", "--config", file, "--metrics-port", "\(metricsPort)"])
         let watcher = try await Topics(broker: broker)
 
         // Discovery: one retained config per point, all under one device, with the right class, unit and topics.
@@ -138,6 +139,9 @@ import Testing
         _ = try await agent.line(containing: "rejected a command for fan_relay of 2 bytes", onErrors: true)
         try watcher.client.publish("\(Self.prefix)/fan_on/set", "500")
         _ = try await agent.line(containing: "rejected \"500\" for fan_on", onErrors: true)
+        let samples = try await scrape(port: metricsPort)
+        #expect(samples[#"coaty_edge_mqtt_commands_rejected_total{reason="unknown point"}"#] == 1)
+        #expect(samples[#"coaty_edge_mqtt_commands_rejected_total{reason="malformed"}"#] == 2)
 
         // A frozen agent (as after a power loss, its socket stays open): the broker publishes the will after 1.5
         // keep-alive periods (7.5 s); thawed, the agent reconnects and is online again.
