@@ -210,6 +210,14 @@ import Testing
         #expect(examplePreview.outputLines.contains("homeassistant/number/greenhouse_pi/fan_off/config"))
         #expect(examplePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 9)
 
+        // The complete example of README.md's Home Assistant section is valid and announces its six entities.
+        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "A complete agent with a BME280").dropFirst().first)
+        let readmeExample = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let readmePreview = try await Executable.run(["ha", "preview", "--config", try scratch.write("readme.json", readmeExample)])
+        #expect(readmePreview.status == 0, "\(readmePreview.errors)")
+        #expect(readmePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 6)
+
         let bad = try scratch.write(
             "bad.json",
             Self.configuration(broker: 1883).replacingOccurrences(of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#))
