@@ -64,7 +64,7 @@ import Testing
         let file = try scratch.write("agent.json", Self.configuration(broker: broker.port))
         let metricsPort = try freeLoopbackPort()
         var agent = try await Executable.start(["run", "--config", file, "--metrics-port", "\(metricsPort)"])
-        let watcher = try await Topics(broker: broker)
+        let watcher = try await BridgeTopics(broker: broker)
 
         // Discovery: one retained config per point, all under one device, with the right class, unit and topics.
         var configs: [String: [String: Any]] = [:]
@@ -96,7 +96,7 @@ import Testing
         _ = try await watcher.text("\(Self.prefix)/air_pressure") { Double($0).map { (900...1100).contains($0) } == true }
         #expect(try await watcher.text("\(Self.prefix)/fan_relay") == "OFF")
         #expect(try await watcher.text("\(Self.prefix)/fan_on") == "60")
-        let later = try await Topics(broker: broker)
+        let later = try await BridgeTopics(broker: broker)
         for topic in Self.entities { _ = try await later.json(topic) }
         for point in ["air_temperature", "air_humidity", "air_pressure", "door", "fan_relay", "vent", "fan_on", "status"] {
             _ = try await later.text("\(Self.prefix)/\(point)")
@@ -177,7 +177,7 @@ import Testing
         agent = try await Executable.start(["run", "--config", file])
         _ = try await watcher.bytes("homeassistant/binary_sensor/\(Self.agent)/door/config") { $0.isEmpty }
         _ = try await watcher.bytes("\(Self.prefix)/door") { $0.isEmpty }
-        let fresh = try await Topics(broker: broker)
+        let fresh = try await BridgeTopics(broker: broker)
         _ = try await fresh.text("\(Self.prefix)/status") { $0 == "online" }
         #expect(await fresh.latest["homeassistant/binary_sensor/\(Self.agent)/door/config"] == nil)
         _ = try await agent.stop()
@@ -242,8 +242,8 @@ import Testing
     }
 }
 
-/// The messages of `#` as they come, with the latest payload of each topic.
-actor Topics {
+/// The messages under `homeassistant/#` and `coaty-edge/#` as they come, with the latest payload of each topic.
+actor BridgeTopics {
     let client: TestClient
     private(set) var latest: [String: [UInt8]] = [:]
 
