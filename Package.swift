@@ -10,6 +10,7 @@ import PackageDescription
 //   rules                   JsonLogic, RoutingRules
 //   IO routing              CoatyIORouting (source/actor controllers, backpressure, routers)
 //   hardware                EdgeHardware (buses, drivers, sensors, GPIO), EdgeEmulation (emulated chips)
+//   MQTT topics, HA         CoatyHomeAssistant (plain MQTT topics and Home Assistant discovery)
 //   agent                   CoatyEdgeAgent (an agent from its configuration file)
 //   command line            CoatyEdgeCLI (what the subcommands do), coaty-edge (the executable)
 let package = Package(
@@ -82,11 +83,19 @@ let package = Package(
             name: "coaty-edge-bench",
             dependencies: ["CMosquitto", "CoatyIORouting", .product(name: "Logging", package: "swift-log")]),
 
+        // The agent's points on plain MQTT topics and in Home Assistant (MQTT discovery), on a connection of its own.
+        .target(
+            name: "CoatyHomeAssistant",
+            dependencies: [
+                "CoatyModel", "CoatyRuntime", "CoatySharedObjects", "CoatyMQTT", "EdgeHardware", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]),
+
         // The agent as its configuration file describes it: controllers, routers with rule files, devices.
         .target(
             name: "CoatyEdgeAgent",
             dependencies: [
-                "CoatyIORouting", "CoatySharedObjects", "EdgeHardware", "EdgeEmulation",
+                "CoatyIORouting", "CoatySharedObjects", "EdgeHardware", "EdgeEmulation", "CoatyHomeAssistant",
                 .product(name: "Metrics", package: "swift-metrics"),
             ]),
 
@@ -125,6 +134,7 @@ let package = Package(
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel", "CoatyTestSupport"]),
         .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
+        .testTarget(name: "CoatyHomeAssistantTests", dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import CoatyCommunication
+import CoatyHomeAssistant
 import CoatyIORouting
 import CoatyJSON
 import CoatyModel
@@ -14,6 +15,8 @@ public struct AgentConfiguration: Sendable {
     /// Print every value this agent's actors receive (controller type "console").
     public var printsReceivedValues: Bool
     public var devices: DeviceConfiguration?
+    /// The `mqttTopics` and `homeAssistant` sections; nil when neither is there.
+    public var bridge: BridgeSettings?
 
     /// A router controller: `{"type": "ioRouter", "ioContext": {...}, "rules": "<directory or file>", "maxNodes": 256}`.
     public struct RouterSettings: Sendable {
@@ -38,10 +41,10 @@ public struct AgentConfiguration: Sendable {
     /// `allowsOpenPasswordFile`: see `Configuration.load`.
     public static func load(file: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> AgentConfiguration {
         let base = try Configuration.load(file: file, allowsOpenPasswordFile: allowsOpenPasswordFile)
-        return try AgentConfiguration(base: base)
+        return try AgentConfiguration(base: base, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
 
-    public init(base: Configuration) throws(ConfigurationError) {
+    public init(base: Configuration, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) {
         self.base = base
         let file = base.source
         var routers: [RouterSettings] = []
@@ -75,6 +78,7 @@ public struct AgentConfiguration: Sendable {
         } else {
             devices = nil
         }
+        bridge = try BridgeSettings.read(base, devices: devices, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
 
     private static func readRouter(name: String, _ options: JSONCursor, configurationFile: String) throws -> RouterSettings {

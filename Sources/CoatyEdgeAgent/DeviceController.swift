@@ -1,4 +1,5 @@
 import CoatyCommunication
+import CoatyHomeAssistant
 import CoatyIORouting
 import CoatyJSON
 import CoatyRuntime
@@ -8,13 +9,14 @@ import Logging
 /// Runs the agent's devices, each job in a part of its own: the sensors and inputs that feed IoSources
 /// (`SourceDevices`), the outputs driven by IoActors with their switching rules and safe state (`OutputDevices`), and
 /// the device status every agent can see (`DeviceStatus`).
-final class DeviceController: Controller {
+final class DeviceController: Controller, PointHost {
     private let emulation: DeviceEmulation?
     private let status = DeviceStatus()
     private let sourceDevices: SourceDevices
     private let outputs: OutputDevices
     private let pwmOutputs: PWMOutputs
     private let counters: CounterInputs
+    let feed = PointFeed()
 
     init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, actors: IoActorController) throws {
         var devices = devices
@@ -25,9 +27,9 @@ final class DeviceController: Controller {
         } else {
             emulation = nil
         }
-        let sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool())
+        let sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool(), feed: feed)
         self.sourceDevices = sourceDevices
-        outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status)
+        outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status, feed: feed)
         let publish: @Sendable (JSONValue, String) -> Void = { value, sourceId in
             // A source that is not associated yet drops the value; it is kept as the source's latest all the same.
             try? sourceDevices.publish(value, from: sourceId)
@@ -50,6 +52,7 @@ final class DeviceController: Controller {
         await withDiscardingTaskGroup { group in
             if let emulation {
                 group.addTask { await emulation.simulate() }
+                group.addTask { await emulation.recordOutputLevels() }
             }
             group.addTask { await self.sourceDevices.run(sources: sourcesById, logger: context.logger) }
             group.addTask {
@@ -63,6 +66,10 @@ final class DeviceController: Controller {
             group.addTask { await self.counters.run(logger: context.logger) }
             group.addTask { await self.status.publish(on: manager, logger: context.logger) }
         }
+    }
+
+    func command(_ value: JSONValue, toOutput ioActorId: String, origin: String) -> Bool {
+        outputs.command(value, toOutput: ioActorId, origin: origin)
     }
 
     /// Outputs go to their safe state, and stay there, before the agent leaves.

@@ -21,6 +21,10 @@ final class DeviceEmulation: Sendable {
     private let oneWireFiles: [(path: String, phase: Double)]
     private let thermalFiles: [(path: String, phase: Double)]
     private let inputs: [(chip: EmulatedGPIOChip, line: Int)]
+    private let outputs: [(name: String, chip: EmulatedGPIOChip, line: Int)]
+    /// The physical level of each output line as the emulated chip sees it, one line each (`gpiochip0 17 1`), written
+    /// when one changes: tests and demos in other processes watch the outputs here, from the chip's side.
+    var outputLevelsFile: String { sysfsRoot + "/gpio-output-levels" }
 
     init(_ devices: DeviceConfiguration) throws {
         let hardware = try EmulatedHardware()
@@ -102,7 +106,28 @@ final class DeviceEmulation: Sendable {
             guard let chip = gpioChips[input.line.chip], let offset = input.line.emulatedOffset else { return nil }
             return (chip, offset)
         }
+        outputs = devices.outputs.compactMap { output in
+            guard let chip = gpioChips[output.line.chip], let offset = output.line.emulatedOffset else { return nil }
+            return (output.line.chip, chip, offset)
+        }
         try update(at: 0)
+    }
+
+    /// Writes `outputLevelsFile` whenever an output line's level changes (looked at every 50 ms), until cancelled.
+    func recordOutputLevels() async {
+        guard !outputs.isEmpty, (try? FileManager.default.createDirectory(atPath: sysfsRoot, withIntermediateDirectories: true)) != nil
+        else { return }
+        var written: String?
+        while !Task.isCancelled {
+            let text = outputs.map { output in
+                let level = (try? output.chip.state(line: output.line)).map { $0.level ? "1" : "0" } ?? "?"
+                return "\(output.name) \(output.line) \(level)\n"
+            }.joined()
+            if text != written, (try? Data(text.utf8).write(to: URL(fileURLWithPath: outputLevelsFile), options: .atomic)) != nil {
+                written = text
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Moves the environment along, once per second, until cancelled.

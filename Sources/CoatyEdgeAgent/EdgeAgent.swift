@@ -1,5 +1,7 @@
 import CoatyCommunication
+import CoatyHomeAssistant
 import CoatyIORouting
+import CoatyJSON
 import CoatyMQTT
 import CoatyRuntime
 import Logging
@@ -31,8 +33,16 @@ public enum EdgeAgent {
                 controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, path: path, initial: rules)))
             }
         }
+        var pointHost: any PointHost = NoDevicePoints()
         if let devices = configuration.devices {
-            controllers.append(("Devices", try DeviceController(devices: devices, sources: sources, actors: actors)))
+            let deviceController = try DeviceController(devices: devices, sources: sources, actors: actors)
+            pointHost = deviceController
+            controllers.append(("Devices", deviceController))
+        }
+        // After the devices: on a stop, the outputs take their safe state before the bridge publishes its last states.
+        if let bridge = configuration.bridge {
+            let connection = MQTTTopicsBridge.ConnectionSettings(communication: configuration.base.communication, settings: bridge)
+            controllers.append(("MQTTTopics", MQTTTopicsBridge(settings: bridge, host: pointHost, connection: connection, makeTransport: makeTransport)))
         }
         if configuration.printsReceivedValues {
             controllers.append(("Console", ConsoleController(actors: actors)))
@@ -41,4 +51,10 @@ public enum EdgeAgent {
             configuration: configuration.base, controllers: controllers,
             logger: Logger(label: "coaty-edge.\(configuration.base.identity.name)"), makeTransport: makeTransport)
     }
+}
+
+/// The point host of an agent without devices: its bridge shows only setpoints.
+private struct NoDevicePoints: PointHost {
+    let feed = PointFeed()
+    func command(_ value: JSONValue, toOutput ioActorId: String, origin: String) -> Bool { false }
 }

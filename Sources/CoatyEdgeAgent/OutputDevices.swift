@@ -1,5 +1,6 @@
 import CoatyCommunication
 import CoatyIORouting
+import CoatyHomeAssistant
 import CoatyJSON
 import CoatyModel
 import CoatySharedObjects
@@ -20,6 +21,8 @@ final class OutputDevices: Sendable {
     private let devices: [OutputDevice]
     private let actors: IoActorController
     private let status: DeviceStatus
+    /// The real state of each line after every change, for the plain MQTT topics and Home Assistant.
+    private let feed: PointFeed
     private let clock = ContinuousClock()
     private let state = Mutex(State())
 
@@ -51,8 +54,9 @@ final class OutputDevices: Sendable {
         var name: String { "\(label) (\(actor.name))" }
     }
 
-    init(devices: [OutputDevice], actors: IoActorController, status: DeviceStatus) {
+    init(devices: [OutputDevice], actors: IoActorController, status: DeviceStatus, feed: PointFeed) {
         self.devices = devices
+        self.feed = feed
         self.actors = actors
         self.status = status
     }
@@ -109,6 +113,7 @@ final class OutputDevices: Sendable {
                         _ = driver.retune(hysteresis, at: clock.now)
                     }
                     state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
+                    if let line = driver.lineState { feed.send(.bool(line), of: device.ioActorId) }
                     return state.isStopping
                 }
                 status.set(wiring.label, error: nil)
@@ -162,6 +167,15 @@ final class OutputDevices: Sendable {
                 }
             }
         }
+    }
+
+    /// Hands a value to an output as if it had been routed to its actor (a command from Home Assistant or a `/set`
+    /// topic): the same hysteresis, minimum times and stop rules apply. False when the output's line is not
+    /// requested (no such output, or its line failed).
+    func command(_ value: JSONValue, toOutput actorId: String, origin: String) -> Bool {
+        guard let wiring = state.withLock({ $0.outputs[actorId]?.wiring }) else { return false }
+        change(wiring, by: "\(value) from \(origin)") { driver, now in driver.receive(value, at: now) }
+        return true
     }
 
     /// Applies the thresholds of an output whose hysteresis reads shared objects, whenever their data changes. While
@@ -219,6 +233,7 @@ final class OutputDevices: Sendable {
             } else if let pulseEnds = output.driver.pulseDeadline {
                 output.holdEnds.yield(pulseEnds)
             }
+            if let line = output.driver.lineState { feed.send(.bool(line), of: actorId) }
             switch outcome {
             case .switched(let on):
                 wiring.logger.info("\(wiring.name) switched \(on ? "on" : "off") by \(cause())")
@@ -268,6 +283,7 @@ final class OutputDevices: Sendable {
         let wiring = output.wiring
         let outcome = output.driver.enterSafeState(at: clock.now)
         state.outputs[actorId] = output
+        if let line = output.driver.lineState { feed.send(.bool(line), of: actorId) }
         let safeState = output.driver.logic.safeState
         switch outcome {
         case .switched(let on):

@@ -1,6 +1,7 @@
 import CoatyCommunication
 import CoatyIORouting
 import CoatyJSON
+import CoatyHomeAssistant
 import CoatyModel
 import EdgeHardware
 import Logging
@@ -15,6 +16,8 @@ final class SourceDevices: Sendable {
     private let sources: IoSourceController<ContinuousClock>
     private let status: DeviceStatus
     private let buses: I2CBusPool
+    /// Every value, associated or not, for the plain MQTT topics and Home Assistant.
+    private let feed: PointFeed
     /// The latest value of each source. A source's first reading comes before any router associated it and is
     /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
     /// input publishes only on a change, so a source that becomes associated sends its latest value, after
@@ -31,8 +34,11 @@ final class SourceDevices: Sendable {
     /// as usual; the latest of them is sent once more, so an actor that subscribed in time may see it twice.
     static let latestValueDelay: Duration = .seconds(1)
 
-    init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool) {
+    init(
+        devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool, feed: PointFeed
+    ) {
         self.devices = devices
+        self.feed = feed
         self.sources = sources
         self.status = status
         self.buses = buses
@@ -135,6 +141,7 @@ final class SourceDevices: Sendable {
     /// Hands a device's value to the source controller and keeps it as the source's latest. Under the lock, so that a
     /// value sent on association can never overtake a newer reading. Counters and PWM outputs publish through it too.
     func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
+        feed.send(value, of: sourceId)
         try latest.withLock { latest throws(CoatyError) in
             try sources.publish(ioValue(value, from: sourceId), from: sourceId)
             latest[sourceId] = value

@@ -1,4 +1,5 @@
 import CoatyEdgeAgent
+import CoatyHomeAssistant
 import CoatyJSON
 import CoatyRuntime
 import EdgeHardware
@@ -112,10 +113,45 @@ public enum Checks {
             if let minutes = object.expiryMinutes { facts.append("expires after \(JSONValue.number(minutes)) min without activity") }
             lines.append("  shared     \(object.name): \(facts.joined(separator: ", "))")
         }
+        if let bridge = configuration.bridge {
+            let shown = bridge.points.filter(\.included).count
+            lines.append(
+                "  mqtt       \(bridge.prefix)/\(bridge.agentId)/<point>: \(count(bridge.points.count, "point")) (\(bridge.payload.rawValue)"
+                    + "\(bridge.retain ? ", retained" : "")), status \(bridge.statusTopic)")
+            if let homeAssistant = bridge.homeAssistant {
+                lines.append("  home asst. discovery under \(homeAssistant.discoveryPrefix)/: \(shown) \(shown == 1 ? "entity" : "entities")")
+            }
+        }
         if configuration.printsReceivedValues { lines.append("  console    prints the values its actors receive") }
         lines.append("  logging    \(base.logLevel.rawValue)")
         lines.append("  metrics    " + (base.metrics.map { "http://\(hostForURL($0.host)):\($0.port)/metrics" } ?? "off"))
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `ha preview`: the discovery messages (topic, then the retained config as indented JSON) and the plain
+    /// topics an agent with this configuration publishes, without connecting.
+    public static func homeAssistantPreview(_ file: String, allowsOpenPasswordFile: Bool = false) -> Report {
+        let configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.load(file: file, allowsOpenPasswordFile: allowsOpenPasswordFile)
+        } catch {
+            return Report(output: "", errors: error.description + "\n", status: .configuration)
+        }
+        guard let bridge = configuration.bridge else {
+            return Report(output: "", errors: "\(file): no \"homeAssistant\" or \"mqttTopics\" section: the agent publishes no MQTT topics\n", status: .configuration)
+        }
+        var output = "# availability: \(bridge.statusTopic) (retained online/offline; offline is the connection's will)\n"
+        for point in bridge.points {
+            let commands = Discovery.takesCommands(point.kind)
+            output += "# \(point.name): \(bridge.stateTopic(of: point))\(commands ? ", commands on \(bridge.commandTopic(of: point))" : "")"
+            output += point.included || bridge.homeAssistant == nil ? "\n" : " (not in Home Assistant)\n"
+        }
+        let messages = Discovery.messages(for: bridge)
+        if bridge.homeAssistant == nil { output += "# no \"homeAssistant\" section: no discovery messages\n" }
+        for message in messages {
+            output += "\n\(message.topic)\n\(JSONPretty.text(.object(message.config)))\n"
+        }
+        return Report(output: output, errors: "", status: .success)
     }
 
     static func count(_ number: Int, _ noun: String) -> String {

@@ -22,6 +22,7 @@ import CoatySharedObjects
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
+///   "mqttTopics": {...}, "homeAssistant": {...},
 ///   "logging": {"level": "info"},
 ///   "metrics": {"port": 9464, "host": "127.0.0.1"}
 /// }
@@ -38,6 +39,9 @@ public struct Configuration: Sendable {
     public var sharedObjects: [SharedObjectDefinition]
     /// The `devices` section, read by the hardware layer.
     public var devices: JSONCursor?
+    /// The `homeAssistant` and `mqttTopics` sections, read by the Home Assistant and plain MQTT bridge.
+    public var homeAssistant: JSONCursor?
+    public var mqttTopics: JSONCursor?
     public var logLevel: LogLevelName
     /// Where to serve the metrics in Prometheus's text format; nil serves none.
     public var metrics: MetricsEndpoint?
@@ -60,6 +64,7 @@ public struct Configuration: Sendable {
 
     static let topLevelMembers: Set<String> = [
         "$schema", "common", "communication", "controllers", "sharedObjects", "devices", "logging", "metrics",
+        "homeAssistant", "mqttTopics",
     ]
 
     /// Larger configuration files are refused rather than read; real ones are a few kilobytes.
@@ -107,6 +112,8 @@ public struct Configuration: Sendable {
         self.communication = communication
         self.controllerOptions = controllerOptions.mapValues { JSONCursor(.object($0)) }
         devices = nil
+        homeAssistant = nil
+        mqttTopics = nil
         logLevel = .info
         metrics = nil
     }
@@ -148,6 +155,8 @@ public struct Configuration: Sendable {
                     + "communication.maxInboundPayload (\(self.communication.maximumInboundPayload)); lower maxDataBytes or raise the limit")
         }
         devices = try document.optional("devices")
+        homeAssistant = try document.optional("homeAssistant")
+        mqttTopics = try document.optional("mqttTopics")
 
         let logging = try document.optional("logging")
         try logging?.allowOnly(["level"])
