@@ -1,3 +1,6 @@
+import CoatyCommunication
+import CoatyEdgeCLI
+import CoatyModel
 import CoatyTestSupport
 import Foundation
 import MQTTTestSupport
@@ -107,6 +110,41 @@ import Testing
         try await summaries.line(containing: "1 agents with failing devices", within: .seconds(30))
         #expect(try await summaries.stop(with: SIGTERM).status == 0)
         for agent in agents { _ = try await agent.stop(with: SIGTERM) }
+        try await broker.stop()
+    }
+
+    /// The presence of `agents` and `observe` keeps a fleet larger than an agent's default bound (1024 agents): the
+    /// 1500 identities and IO nodes advertised here are all kept, none refused.
+    @Test func theCommandLinePresenceKeepsMoreThanAThousandAgents() async throws {
+        let broker = try await TestBroker.started()
+        let session = ClientSession(options: CommunicationOptions(port: broker.port), censusTimeout: .milliseconds(200))
+        let tracking = Task { await session.presence.run() }
+        session.manager.start()
+        try await waitUntil("the session to be online") { session.presence.agents.count == 1 }
+        let peer = try await TestClient.connected(to: broker)
+        try await peer.sync()
+        let count = 1500
+        for index in 0..<count {
+            try peer.publish(
+                "coaty/3/-/ADV:Identity/agent-\(index)",
+                #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"agent-\#(index)","name":"pi-\#(index)"}}"#)
+            try peer.publish(
+                "coaty/3/-/ADV:IoNode/agent-\(index)",
+                #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"node-\#(index)","name":"Fleet","#
+                    + #""ioSources":[{"coreType":"IoSource","objectType":"coaty.IoSource","objectId":"source-\#(index)","#
+                    + #""name":"SoC","valueType":"t"}],"ioActors":[]}}"#)
+            if index % 100 == 99 { try await peer.sync() }
+        }
+        try await waitUntil("all \(count) agents and their nodes", within: .seconds(60)) {
+            session.presence.agents.filter { $0.ioNodes.count == 1 }.count == count
+        }
+        #expect(session.presence.refusedCount == 0)
+        let entries = session.presence.agents.filter { $0.name.hasPrefix("pi-") }.map { AgentCensus.Entry(agent: $0, devices: nil) }
+        #expect(AgentCensus.summary(entries).hasPrefix("1500 agents: 1500 no-devices\n1500 IO nodes (Fleet 1500), 1500 sources, 0 actors\n"))
+        tracking.cancel()
+        await session.manager.stop()
+        await tracking.value
+        _ = try await peer.disconnect()
         try await broker.stop()
     }
 
