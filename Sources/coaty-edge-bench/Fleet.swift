@@ -6,12 +6,12 @@ import CoatyRuntime
 import Glibc
 import Synchronization
 
-/// `coaty-edge-bench fleet`: many simulated agents in this one process, each a container with its own connection to
+/// `coaty-edge-bench fleet`: many simulated agents in this one process (up to 180: see `maximumAgents`), each a container with its own connection to
 /// the broker, its identity and one IoNode (one IO source, every tenth also an actor), so that presence, `agents`
 /// and `observe` can be measured against a fleet larger than the machine can run as processes
-/// (Tests/Tools/measure-fleet.sh drives it). It prints one line per phase, on standard output:
+/// (Tests/Tools/measure-fleet.sh drives it, with as many processes as it needs). It prints one line per phase, on standard output:
 ///
-///     online 1000 agents in 4.21 s
+///     online 150 agents in 4.21 s
 ///     dropped 50 connections
 ///     cpu 12.3 s peak rss 210.5 MiB          (at the stop)
 ///
@@ -20,19 +20,23 @@ import Synchronization
 /// last wills.
 struct FleetSimulation {
     struct Options {
-        var agents = 1000
+        var agents = 100
         var host = "127.0.0.1"
         var port = 1883
         var namePrefix = "sim"
         var context = "Fleet"
         var drop = 0
         var dropWhen: String?
+        /// libmosquitto's `mosquitto_loop` answers MOSQ_ERR_INVAL ("Invalid function arguments provided") for a
+        /// socket or wake-up pipe numbered from FD_SETSIZE (1024) on, and every connection holds about five
+        /// descriptors: in one process, connections beyond about 200 never connect.
+        static let maximumAgents = 180
 
         static let usage = """
             usage: coaty-edge-bench fleet --broker mqtt://HOST:PORT [--agents N] [--name-prefix P] [--context NAME]
                                           [--drop K --drop-when FILE]
 
-            Runs N simulated agents (default 1000) on the broker: each connects with its own client, advertises its
+            Runs N simulated agents (default 100, at most 180 per process) on the broker: each connects with its own client, advertises its
             identity and one IoNode with one IO source (every tenth also an IO actor), and answers Discover, as a
             coaty-edge agent does. Prints when all are online, and the process's CPU time and memory; runs until
             SIGTERM or SIGINT. --drop K breaks off K agents' connections (no DISCONNECT:
@@ -69,6 +73,12 @@ struct FleetSimulation {
                 case "--help", "-h": throw UsageError(nil)
                 default: throw UsageError("unknown option \(argument)")
                 }
+            }
+            guard agents <= Self.maximumAgents else {
+                throw UsageError(
+                    "--agents \(agents): one process holds at most \(Self.maximumAgents) connections (libmosquitto's loop "
+                        + "uses select(), which refuses descriptors from 1024 on, and each connection takes about five); "
+                        + "run several processes")
             }
             guard drop <= agents else { throw UsageError("--drop \(drop) is more than --agents \(agents)") }
             guard drop == 0 || dropWhen != nil else { throw UsageError("--drop needs --drop-when FILE") }

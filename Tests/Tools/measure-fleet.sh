@@ -6,9 +6,9 @@
 # context Fleet; one more agent runs a router for Fleet and one an actor, so every source is associated and its
 # values flow. Agents are started until AGENTS run or the machine runs short of memory (less than 1 GiB available
 # stops the starts, and the script says so; the load average before and after is printed). Then 10 agents are
-# killed with SIGKILL (their last wills must reach observe). The simulation then adds SIMULATED agents in one process
-# (one connection each, identity and IoNode with one source, every tenth with an actor), of which 5 % lose their
-# connection without a DISCONNECT.
+# killed with SIGKILL (their last wills must reach observe). The simulation then adds SIMULATED agents in processes
+# of 150 (`coaty-edge-bench fleet`: one connection each, identity and IoNode with one source, every tenth with an
+# actor), of which 5 % lose their connection without a DISCONNECT.
 #
 # Reported: how long until observe saw every agent join, whether `agents` lists exactly the agents running and how
 # long it takes (JSON, --brief, --summary), whether observe saw every source's values and the router associate every
@@ -115,16 +115,18 @@ for ((index = 0; index < agents; index++)); do
     "$bin" run --config "$config" "${run_flags[@]}" 2>"$work/agents/$index/log" &
     agent_pids+=($!)
     pids+=($!)
+    disown "$!" # no job notice when the kills below end it
     ((index % 20 == 19)) && sleep 0.5 # let each batch connect before the next
 done
 started=${#agent_pids[@]}
 echo
 echo "real agents: $started of $agents started in $(elapsed "$start_all") s${stop_reason:+; stopped: $stop_reason}"
 joined=$(wait_for "(( \$(count_events agentJoined $work/observe.jsonl) >= $started + 1 ))" 180)
-echo "  observe saw all $started agents and the router join after: $joined s (from the first start)"
+[[ $joined == timeout ]] || joined=$(elapsed "$start_all")
+echo "  observe saw all $started agents and the router join $joined s after the first start"
 
 associated=$(wait_for "(( \$(grep '\"event\":\"associated\"' $work/observe.jsonl | grep -o '\"sourceId\":\"fleet-source-[0-9]*\"' | sort -u | wc -l) >= $started ))" 120)
-echo "  the router associated every source after: $associated s more"
+echo "  the router associated every source: $associated s after that"
 sleep 6 # every source polls every 5 s
 window_start=$(wc -l <"$work/observe.jsonl")
 
@@ -178,28 +180,45 @@ echo "  $killed agents killed with SIGKILL: observe reported them gone after $go
 read -r t_after _ < <(timed agents --summary --census 5)
 echo "  agents --summary after the kills ($t_after s): $(head -n 1 "$work/last")"
 
-# The simulation, on the same broker next to the real agents.
+# The simulation, on the same broker next to the real agents, in processes of at most 150 agents: libmosquitto's loop
+# refuses descriptors from 1024 on (select), so one process cannot hold many more than 200 connections. A process
+# starts when the one before is online: every agent that joins asks all others for their identity and IO nodes
+# (presence), so joins cost the fleet in proportion to its size, and a thousand at once only time out and retry.
 echo
-drop=$((simulated / 20))
-"$bench" fleet --agents "$simulated" --broker "mqtt://127.0.0.1:$port" --name-prefix sim --context Simulated \
-    --drop "$drop" --drop-when "$work/drop" >"$work/simulation.out" 2>"$work/simulation.err" &
-simulation=$!
-pids+=("$simulation")
-online=$(wait_for "grep -q '^online' $work/simulation.out" 300)
-echo "simulated agents: $(grep '^online' "$work/simulation.out" || echo "not all online: $(cat "$work/simulation.err")") (waited $online s)"
+per_process=150
+simulations=()
+drop=0
+simulation_start=$(now)
+for ((first = 0; first < simulated; first += per_process)); do
+    count=$((simulated - first < per_process ? simulated - first : per_process))
+    part=${#simulations[@]}
+    "$bench" fleet --agents "$count" --broker "mqtt://127.0.0.1:$port" --name-prefix "sim-$part" --context Simulated \
+        --drop "$((count / 20))" --drop-when "$work/drop" >"$work/simulation-$part.out" 2>"$work/simulation-$part.err" &
+    simulations+=($!)
+    pids+=($!)
+    drop=$((drop + count / 20))
+    part_online=$(wait_for "grep -q '^online' $work/simulation-$part.out" 300)
+    echo "  process $part: $(grep '^online' "$work/simulation-$part.out" || echo "not online after $part_online s")"
+done
+online=$(wait_for "(( \$(cat $work/simulation-*.out | grep -c '^online') >= ${#simulations[@]} ))" 10)
+[[ $online == timeout ]] || online=$(elapsed "$simulation_start")
+echo "simulated agents: $simulated in ${#simulations[@]} processes, all connections online $online s after the start"
 joined_before=$(grep '"event":"agentJoined"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 sim_joined=$(wait_for "(( \$(grep '\"event\":\"agentJoined\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $simulated ))" 180)
-echo "  observe saw all $simulated join after: $sim_joined s (had seen $joined_before when the last came online)"
+[[ $sim_joined == timeout ]] || sim_joined=$(elapsed "$simulation_start")
+echo "  observe saw all $simulated join $sim_joined s after the simulation started (it had seen $joined_before when the last came online)"
 cpu_before_broker=$(cpu_ticks "$broker")
-cpu_before_simulation=$(cpu_ticks "$simulation")
+cpu_before_simulation=$(cpu_ticks "${simulations[@]}")
 cpu_before_observe=$(cpu_ticks "$observe")
 window=$(now)
 read -r t_json _ < <(timed agents --json --census 5)
-sim_listed=$(grep -c '"name":"sim-[0-9]*"' "$work/last" || true)
+sim_listed=$(grep -c '"name":"sim-[0-9]*-[0-9]*"' "$work/last" || true)
 all_listed=$(wc -l <"$work/last")
 read -r t_summary _ < <(timed agents --summary --name 'sim-*' --census 5)
 echo "  agents --json: $sim_listed of $simulated simulated agents ($all_listed agents in all) in $t_json s"
 echo "  agents --summary --name 'sim-*' in $t_summary s: $(head -n 1 "$work/last")"
+read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 5)
+echo "  agents --brief --name 'sim-0-*': $n_brief lines in $t_brief s"
 touch "$work/drop"
 left_before=$(grep '"event":"agentLeft"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 gone=$(wait_for "(( \$(grep '\"event\":\"agentLeft\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $left_before + $drop ))" 120)
@@ -208,18 +227,21 @@ read -r t_after _ < <(timed agents --summary --name 'sim-*' --census 5)
 echo "  agents --summary --name 'sim-*' after that ($t_after s): $(head -n 1 "$work/last")"
 sleep "$seconds"
 window_seconds=$(elapsed "$window")
+simulation_rss=0
+for pid in "${simulations[@]}"; do simulation_rss=$((simulation_rss + $(rss_kib "$pid"))); done
 python3 - "$ticks" "$window_seconds" "$(($(cpu_ticks "$broker") - cpu_before_broker))" \
-    "$(($(cpu_ticks "$simulation") - cpu_before_simulation))" "$(($(cpu_ticks "$observe") - cpu_before_observe))" \
-    "$(rss_kib "$broker")" "$(rss_kib "$simulation")" "$(rss_kib "$observe")" "$(awk '/Threads/ {print $2}' "/proc/$simulation/status")" <<'PY'
+    "$(($(cpu_ticks "${simulations[@]}") - cpu_before_simulation))" "$(($(cpu_ticks "$observe") - cpu_before_observe))" \
+    "$(rss_kib "$broker")" "$simulation_rss" "$(rss_kib "$observe")" "$simulated" <<'PY'
 import sys
 ticks, wall = float(sys.argv[1]), float(sys.argv[2])
 broker, simulation, observe = (100 * float(x) / ticks / wall for x in sys.argv[3:6])
 broker_rss, simulation_rss, observe_rss = (int(x) / 1024 for x in sys.argv[6:9])
+count = int(sys.argv[9])
 print(f"  CPU over {wall:.0f} s (% of one core, census and last wills included): broker {broker:.1f} %, "
       f"simulation {simulation:.1f} %, observe {observe:.1f} %")
-print(f"  RSS: broker {broker_rss:.1f} MiB, simulation {simulation_rss:.1f} MiB ({sys.argv[9]} threads), observe {observe_rss:.1f} MiB")
+print(f"  RSS: broker {broker_rss:.1f} MiB, simulation {simulation_rss:.1f} MiB ({1024 * simulation_rss / count:.0f} KiB per agent), "
+      f"observe {observe_rss:.1f} MiB")
 PY
-kill -TERM "$simulation"
-wait "$simulation" 2>/dev/null || true
-echo "  simulation at its stop: $(tail -n 1 "$work/simulation.out")"
+for pid in "${simulations[@]}"; do kill -TERM "$pid"; done
+wait "${simulations[@]}" 2>/dev/null || true
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
