@@ -217,7 +217,10 @@ import Testing
         let agentId = site.communicationManager.identity.objectId
         for observer in observers {
             try await observer.2.wait(within: .seconds(30)) { changes in changes.contains { if case .joined(let agent) = $0 { agent.agentId == agentId } else { false } } }
-            #expect(observer.1.agent(agentId)?.ioNodes.first?.ioSources.first?.name == "Boiler")
+            // The IO node is a separate advertisement, which may come after the identity.
+            try await poll(within: .seconds(30), "the agent's IO node across the bridge") {
+                observer.1.agent(agentId)?.ioNodes.first?.ioSources.first?.name == "Boiler"
+            }
         }
 
         await connection.breakOff()

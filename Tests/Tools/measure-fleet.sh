@@ -54,11 +54,12 @@ wait_for() {
     done
     elapsed "$start"
 }
-# Runs a client command, prints "<seconds> <output lines>" and keeps its output in $work/last.
+# Runs a client command, prints "<seconds> <output lines>" and keeps its output in $work/last. A busy broker may take
+# a while to accept the connection: the time includes that and the census (--census, the wait for answers).
 timed() {
     local start
     start=$(now)
-    "$bin" "$@" "${url[@]}" >"$work/last" 2>"$work/last.err" || true
+    "$bin" "$@" "${url[@]}" --connect-timeout 30 >"$work/last" 2>"$work/last.err" || true
     echo "$(elapsed "$start") $(wc -l <"$work/last")"
 }
 
@@ -211,19 +212,19 @@ cpu_before_broker=$(cpu_ticks "$broker")
 cpu_before_simulation=$(cpu_ticks "${simulations[@]}")
 cpu_before_observe=$(cpu_ticks "$observe")
 window=$(now)
-read -r t_json _ < <(timed agents --json --census 5)
+read -r t_json _ < <(timed agents --json --census 10)
 sim_listed=$(grep -c '"name":"sim-[0-9]*-[0-9]*"' "$work/last" || true)
 all_listed=$(wc -l <"$work/last")
-read -r t_summary _ < <(timed agents --summary --name 'sim-*' --census 5)
+read -r t_summary _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --json: $sim_listed of $simulated simulated agents ($all_listed agents in all) in $t_json s"
 echo "  agents --summary --name 'sim-*' in $t_summary s: $(head -n 1 "$work/last")"
-read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 5)
+read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 10)
 echo "  agents --brief --name 'sim-0-*': $n_brief lines in $t_brief s"
 touch "$work/drop"
 left_before=$(grep '"event":"agentLeft"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 gone=$(wait_for "(( \$(grep '\"event\":\"agentLeft\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $left_before + $drop ))" 120)
 echo "  $drop connections broken off: observe reported them gone after $gone s"
-read -r t_after _ < <(timed agents --summary --name 'sim-*' --census 5)
+read -r t_after _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --summary --name 'sim-*' after that ($t_after s): $(head -n 1 "$work/last")"
 sleep "$seconds"
 window_seconds=$(elapsed "$window")
