@@ -8,7 +8,7 @@ import Testing
 
 /// Real `coaty-edge run` agents with sysfs thermal zones written by the test: across bridged site brokers, with the
 /// fleet filters and summaries of `agents` and `observe`, and the start-up check of dotted topic levels.
-@Suite struct FleetCommandLineTests {
+@Suite struct FleetCommandTests {
     /// An agent with one thermal zone; without `millidegrees` the zone's file is missing and the device fails.
     static func thermalAgent(_ name: String, id: String, broker: TestBroker, scratch: Scratch, context: String = "Greenhouse", millidegrees: Int?)
         throws -> String
