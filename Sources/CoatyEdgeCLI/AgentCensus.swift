@@ -9,6 +9,67 @@ public enum AgentCensus {
         public var agent: AgentInfo
         /// `[{label, driver, ioPoints, state, error?}]`; nil for agents without devices (or not coaty-edge agents).
         public var devices: [JSONValue]?
+
+        public init(agent: AgentInfo, devices: [JSONValue]?) {
+            self.agent = agent
+            self.devices = devices
+        }
+
+        /// `failing` when any device fails, `ok` when all answer, `no-devices` for agents without device status.
+        public var state: AgentState {
+            guard let devices else { return .noDevices }
+            return devices.contains { $0["state"]?.stringValue == "failing" } ? .failing : .ok
+        }
+
+        var failingDevices: [(label: String, error: String)] {
+            (devices ?? []).filter { $0["state"]?.stringValue == "failing" }.map {
+                ($0["label"]?.stringValue ?? "?", $0["error"]?.stringValue ?? "failing")
+            }
+        }
+
+        var sourceCount: Int { agent.ioNodes.reduce(0) { $0 + $1.ioSources.count } }
+        var actorCount: Int { agent.ioNodes.reduce(0) { $0 + $1.ioActors.count } }
+    }
+
+    /// What an agent's devices say, for filters and summaries.
+    public enum AgentState: String, Sendable, Hashable, CaseIterable {
+        case ok
+        case failing
+        case noDevices = "no-devices"
+    }
+
+    /// Which agents to list: by name (a shell pattern), state, IO context, IO point (objectId, or name pattern) and
+    /// value type. Every given criterion must hold; an agent matches a point criterion by any of its sources or actors.
+    public struct Filter: Sendable, Hashable {
+        public var name: NamePattern?
+        public var state: AgentState?
+        public var context: String?
+        public var point: NamePattern?
+        public var valueType: String?
+
+        public init(
+            name: NamePattern? = nil, state: AgentState? = nil, context: String? = nil, point: NamePattern? = nil, valueType: String? = nil
+        ) {
+            self.name = name
+            self.state = state
+            self.context = context
+            self.point = point
+            self.valueType = valueType
+        }
+
+        public func admits(_ entry: Entry) -> Bool {
+            if let name, !name.matches(entry.agent.name) { return false }
+            if let state, entry.state != state { return false }
+            let nodes = entry.agent.ioNodes.filter { context == nil || $0.contextName == context }
+            if context != nil && nodes.isEmpty { return false }
+            guard point != nil || valueType != nil else { return true }
+            let points = nodes.flatMap { node in
+                node.ioSources.map { ($0.objectId, $0.name, $0.valueType) } + node.ioActors.map { ($0.objectId, $0.name, $0.valueType) }
+            }
+            return points.contains { id, name, type in
+                (point.map { $0.text == id || $0.matches(name) } ?? true) && (valueType.map { $0 == type } ?? true)
+            }
+        }
     }
 
     /// Asks every agent (but command-line clients) for its identity, IO nodes and device status, and waits `duration` for the answers.
@@ -36,6 +97,59 @@ public enum AgentCensus {
         }
         return agents.filter { $0.agentId != ownId && $0.name != ClientSession.identityName }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
     }
+
+    /// One line per agent: state, name, agentId, its IO points and contexts, and its first failing device.
+    public static func brief(_ entries: [Entry]) -> String {
+        guard !entries.isEmpty else { return "no agents online\n" }
+        let nameWidth = min(entries.map(\.agent.name.count).max() ?? 0, 40)
+        return entries.map { entry in
+            let contexts = Set(entry.agent.ioNodes.map(\.contextName)).sorted().joined(separator: ",")
+            let points = "\(counted(entry.sourceCount, "source")), \(counted(entry.actorCount, "actor"))"
+            var line = "\(LiveTable.fit(entry.state.rawValue, 10)) \(LiveTable.fit(entry.agent.name, nameWidth))  \(entry.agent.agentId)  "
+                + "\(LiveTable.fit(points, 22)) \(contexts.isEmpty ? "-" : contexts)"
+            let failing = entry.failingDevices
+            if let first = failing.first {
+                line += "  \(first.label): \(first.error)" + (failing.count > 1 ? " (and \(failing.count - 1) more)" : "")
+            }
+            while line.hasSuffix(" ") { line.removeLast() }
+            return line + "\n"
+        }.joined()
+    }
+
+    /// Counts for a whole fleet: agents per state and per namespace, IO nodes per context, IO points, and the
+    /// failing devices (the first `failingShown`, then how many more).
+    public static func summary(_ entries: [Entry], failingShown: Int = 10) -> String {
+        var states: [AgentState: Int] = [:]
+        var namespaces: [String: Int] = [:]
+        var contexts: [String: Int] = [:]
+        for entry in entries {
+            states[entry.state, default: 0] += 1
+            namespaces[entry.agent.namespace, default: 0] += 1
+            for node in entry.agent.ioNodes { contexts[node.contextName, default: 0] += 1 }
+        }
+        let counts = AgentState.allCases.compactMap { state in states[state].map { "\($0) \(state.rawValue)" } }
+        var lines = ["\(counted(entries.count, "agent"))" + (counts.isEmpty ? "" : ": " + counts.joined(separator: ", "))]
+        if namespaces.count > 1 {
+            lines.append("namespaces: " + namespaces.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        let nodeCount = contexts.values.reduce(0, +)
+        let sources = entries.reduce(0) { $0 + $1.sourceCount }
+        let actors = entries.reduce(0) { $0 + $1.actorCount }
+        var nodes = "\(counted(nodeCount, "IO node"))"
+        if !contexts.isEmpty {
+            nodes += " (" + contexts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        lines.append("\(nodes), \(counted(sources, "source")), \(counted(actors, "actor"))")
+        let failing = entries.flatMap { entry in entry.failingDevices.map { (entry.agent.name, $0.label, $0.error) } }
+        if !failing.isEmpty {
+            lines.append("\(counted(failing.count, "failing device")):")
+            lines += failing.prefix(failingShown).map { "  \($0.0): \($0.1): \($0.2)" }
+            if failing.count > failingShown { lines.append("  and \(failing.count - failingShown) more") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    public static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
     public static func text(_ entries: [Entry]) -> String {
         guard !entries.isEmpty else { return "no agents online\n" }

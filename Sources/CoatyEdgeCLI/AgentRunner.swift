@@ -1,3 +1,4 @@
+import CoatyCommunication
 import CoatyEdgeAgent
 import CoatyMQTT
 import CoatyRuntime
@@ -111,6 +112,7 @@ public enum AgentRunner {
         var services: [any Service] = [agent]
         if let metrics { services.append(metrics) }
         services.append(NotifierService(notifier: notifier, agent: agent, logger: logger))
+        services.append(DottedTopicCheck(agent: agent, logger: logger))
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()
@@ -141,5 +143,34 @@ struct NotifierService: Service {
         } catch {
             logger.warning("\(error)")
         }
+    }
+}
+
+/// Checks once, after the agent first comes online, that the broker delivers topic levels with a '.' (see
+/// `DottedTopicProbe`), and names the likely cause when it does not; then waits for the shutdown.
+struct DottedTopicCheck: Service {
+    let agent: Container
+    let logger: Logger
+
+    static func warning(topic: String, within timeout: Duration) -> String {
+        "the broker did not deliver this agent's own message on \(topic)/<agent> back to it within \(timeout): "
+            + "Coaty puts object types with dots into topic levels (ADV::coaty.IoNode), and a broker that does not "
+            + "deliver them leaves the agent deaf to IO nodes, routers and shared objects. RabbitMQ's MQTT plugin does "
+            + "this (it maps '.' and '/' between MQTT and AMQP; coaty-js issue 11): use mosquitto or another MQTT "
+            + "broker; otherwise check that the broker's ACL lets this agent read and write its namespace"
+    }
+
+    func run() async throws {
+        let outcome = await cancelWhenGracefulShutdown { await DottedTopicProbe.run(agent.communicationManager) }
+        switch outcome {
+        case .delivered(let after):
+            let milliseconds = after.components.seconds * 1000 + after.components.attoseconds / 1_000_000_000_000_000
+            logger.info("the broker delivers topic levels with dots (the probe came back after \(milliseconds) ms)")
+        case .notDelivered(let topic, let within):
+            logger.warning("\(Self.warning(topic: topic, within: within))")
+        case nil:
+            break
+        }
+        try? await gracefulShutdown()
     }
 }

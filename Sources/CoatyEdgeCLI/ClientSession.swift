@@ -93,10 +93,15 @@ public struct ClientSession: Sendable {
     public let manager: CommunicationManager
     public let presence: AgentPresence
 
+    /// What `agents` and `observe` keep about the fleet: an agent's default (1024 agents) would hide the rest of a
+    /// larger fleet from the operator, whose command runs for a while and may take more memory (about 2 KiB an
+    /// agent with one IO node).
+    public static let presenceLimits = PresenceLimits(agents: RetentionLimit(maximumCount: 16_384, maximumBytes: 128 * 1024 * 1024))
+
     public init(options: CommunicationOptions, censusTimeout: Duration = .seconds(3)) {
         manager = CommunicationManager(
             identity: Identity(name: Self.identityName), options: options, logger: Logger(label: "coaty-edge.cli"))
-        presence = AgentPresence(manager: manager, censusTimeout: censusTimeout)
+        presence = AgentPresence(manager: manager, censusTimeout: censusTimeout, limits: Self.presenceLimits)
     }
 
     /// Connects, runs `body` once online, then leaves. Fails with `.unavailable` if the broker does not accept the

@@ -8,6 +8,19 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
+if CommandLine.arguments.dropFirst().first == "fleet" {
+    do {
+        try await FleetSimulation(options: FleetSimulation.Options(arguments: CommandLine.arguments.dropFirst(2))).run()
+        exit(0)
+    } catch let error as UsageError {
+        writeStandardError((error.message.map { "coaty-edge-bench fleet: \($0)\n\n" } ?? "") + FleetSimulation.Options.usage + "\n")
+        exit(error.message == nil ? 0 : 2)
+    } catch {
+        writeStandardError("coaty-edge-bench fleet: \(error)\n")
+        exit(1)
+    }
+}
+
 let options: BenchmarkOptions
 do {
     options = try BenchmarkOptions(arguments: CommandLine.arguments.dropFirst())

@@ -7,8 +7,10 @@ struct Observe: AsyncParsableCommand {
         discussion: """
             Works with every Coaty agent: routes are learnt from IoNode advertisements and Associate events. On a \
             terminal it shows a table (source, value, rate, age, actors) with the latest events; into a pipe, one \
-            line per event; with --json, one JSON object per event and line ("event", "time" in ms, ids and names). \
-            Ctrl-C or SIGTERM stops it.
+            line per event; with --json, one JSON object per event and line ("event", "time" in ms, ids and names); \
+            with --summary, one line of counts every few seconds (agents, joins and leaves, sources, values per \
+            second, agents with failing devices), for fleets too large to follow event by event. Ctrl-C or SIGTERM \
+            stops it.
             """)
 
     @OptionGroup var connection: ConnectionOptions
@@ -22,15 +24,30 @@ struct Observe: AsyncParsableCommand {
     @Option(help: "Only IO sources of this value type.")
     var valueType: String?
 
+    @Option(help: ArgumentHelp("Only the agents whose name matches this shell pattern, and their IO sources.", valueName: "pattern"))
+    var agent: String?
+
     @Flag(help: "One JSON object per event and line.")
     var json = false
 
+    @Flag(help: "One line of counts per interval instead of the events.")
+    var summary = false
+
+    @Option(help: ArgumentHelp("Seconds between the lines of --summary.", valueName: "seconds"))
+    var every = Seconds(5)
+
+    func validate() throws {
+        if json && summary { throw ValidationError("choose one of --json and --summary") }
+    }
+
     func run() async throws {
         try await perform {
-            let filter = ObserveModel.Filter(context: context, source: source, valueType: valueType)
+            let filter = ObserveModel.Filter(context: context, source: source, valueType: valueType, agent: agent.map(NamePattern.init))
             let options = try connection.settings.communicationOptions()
             let output: ObserveSession.Output
-            if json {
+            if summary {
+                output = .summary(every: every.duration)
+            } else if json {
                 output = .json
             } else if StandardOutput.terminalSize() != nil {
                 let namespace = options.shouldEnableCrossNamespacing ? "all namespaces" : "namespace \(options.namespace)"
@@ -49,25 +66,76 @@ struct Observe: AsyncParsableCommand {
 
 struct Agents: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the agents online now with their IO sources and actors and their device status.")
+        abstract: "List the agents online now with their IO sources and actors and their device status.",
+        discussion: """
+            Filters (all given must hold): --name and --point take shell patterns ('greenhouse-*'), --point also an \
+            objectId. --brief prints one line per agent, --summary the counts per state, namespace and context and \
+            the failing devices: both stay readable with a thousand agents.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
 
     @Option(help: ArgumentHelp("Seconds to wait for the agents' answers.", valueName: "seconds"))
     var census = Seconds(2)
 
+    @Option(help: ArgumentHelp("Only agents whose name matches this shell pattern.", valueName: "pattern"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("Only agents in this state: ok, failing (a device fails), no-devices.", valueName: "state"))
+    var state: AgentStateArgument?
+
+    @Option(help: "Only agents with an IO node in this IO context.")
+    var context: String?
+
+    @Option(help: ArgumentHelp("Only agents with this IO source or actor, by objectId or name pattern.", valueName: "id-or-pattern"))
+    var point: String?
+
+    @Option(help: "Only agents with an IO source or actor of this value type.")
+    var valueType: String?
+
     @Flag(help: "One JSON object per agent and line.")
     var json = false
+
+    @Flag(help: "One line per agent: state, name, agentId, IO points, contexts, first failing device.")
+    var brief = false
+
+    @Flag(help: "Counts per state, namespace and context, and the failing devices, instead of the agents.")
+    var summary = false
+
+    func validate() throws {
+        if [json, brief, summary].filter({ $0 }).count > 1 { throw ValidationError("choose one of --json, --brief and --summary") }
+    }
 
     func run() async throws {
         try await perform {
             let census = self.census.duration
-            let entries = try await connection.withSession(censusTimeout: census) { session in
+            let filter = AgentCensus.Filter(
+                name: name.map(NamePattern.init), state: state?.state, context: context, point: point.map(NamePattern.init),
+                valueType: valueType)
+            let online = try await connection.withSession(censusTimeout: census) { session in
                 await AgentCensus.take(session, duration: census)
             }
-            StandardOutput.write(json ? AgentCensus.jsonLines(entries) : AgentCensus.text(entries))
+            let entries = online.filter(filter.admits)
+            guard entries.count > 0 || online.isEmpty || json else {
+                return StandardOutput.write("no agents match (\(AgentCensus.counted(online.count, "agent")) online)\n")
+            }
+            let text =
+                json ? AgentCensus.jsonLines(entries)
+                : brief ? AgentCensus.brief(entries) : summary ? AgentCensus.summary(entries) : AgentCensus.text(entries)
+            StandardOutput.write(text)
         }
     }
+}
+
+struct AgentStateArgument: ExpressibleByArgument {
+    let state: AgentCensus.AgentState
+
+    init?(argument: String) {
+        guard let state = AgentCensus.AgentState(rawValue: argument) else { return nil }
+        self.state = state
+    }
+
+    static var allValueStrings: [String] { AgentCensus.AgentState.allCases.map(\.rawValue) }
 }
 
 struct Context: AsyncParsableCommand {

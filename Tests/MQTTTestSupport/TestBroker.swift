@@ -16,16 +16,19 @@ public final class TestBroker: Sendable {
         public var tls: TestCertificates?
         public var requiresClientCertificate: Bool
         public var allowsAnonymous: Bool
+        /// More lines for mosquitto.conf, after the others (a bridge's `connection` section, for example).
+        public var extraConfiguration: [String]
 
         public init(
             users: [String: String] = [:], acl: String? = nil, tls: TestCertificates? = nil,
-            requiresClientCertificate: Bool = true, allowsAnonymous: Bool? = nil
+            requiresClientCertificate: Bool = true, allowsAnonymous: Bool? = nil, extraConfiguration: [String] = []
         ) {
             self.users = users
             self.acl = acl
             self.tls = tls
             self.requiresClientCertificate = requiresClientCertificate
             self.allowsAnonymous = allowsAnonymous ?? users.isEmpty
+            self.extraConfiguration = extraConfiguration
         }
     }
 
@@ -72,6 +75,7 @@ public final class TestBroker: Sendable {
                 "require_certificate \(options.requiresClientCertificate)",
             ]
         }
+        config += options.extraConfiguration
         try (config.joined(separator: "\n") + "\n").write(to: configFile, atomically: true, encoding: .utf8)
     }
 

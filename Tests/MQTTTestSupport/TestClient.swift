@@ -82,6 +82,13 @@ public final class TestClient: Sendable {
         try publish(topic, Array(text.utf8), retain: retain)
     }
 
+    /// The messages received and not taken yet, left in place (to count them, duplicates included).
+    public var pendingMessages: [MQTTMessage] {
+        var messages: [MQTTMessage] = []
+        inbox.update { messages = $0.messages }
+        return messages
+    }
+
     public func nextMessage(timeout: Duration = .seconds(30)) async throws -> MQTTMessage {
         try await nextMessages(1, timeout: timeout)[0]
     }

@@ -40,24 +40,58 @@ public struct ObserveModel: Sendable {
         }
     }
 
-    /// Which sources to report: by IO context, by source objectId or name, by value type.
+    /// Which sources to report: by IO context, by source objectId or name, by value type, by the name of the agent
+    /// (a shell pattern, which also selects the agents and device status reported).
     public struct Filter: Sendable, Hashable {
         public var context: String?
         public var source: String?
         public var valueType: String?
+        public var agent: NamePattern?
 
-        public init(context: String? = nil, source: String? = nil, valueType: String? = nil) {
+        public init(context: String? = nil, source: String? = nil, valueType: String? = nil, agent: NamePattern? = nil) {
             self.context = context
             self.source = source
             self.valueType = valueType
+            self.agent = agent
         }
 
         func admits(sourceId: String, _ source: SourceInfo?, context: String? = nil) -> Bool {
             if let wanted = self.context, (context ?? source?.context) != wanted { return false }
             if let wanted = self.source, sourceId != wanted, source?.name != wanted { return false }
             if let wanted = valueType, source?.valueType != wanted { return false }
+            if let agent, !(source.map { agent.matches($0.agentName) } ?? false) { return false }
             return true
         }
+
+        func admits(agentName: String?) -> Bool {
+            agent.map { pattern in agentName.map(pattern.matches) ?? false } ?? true
+        }
+    }
+
+    /// What happened since the last summary: for `observe --summary`, one line per interval.
+    public struct Summary: Sendable, Hashable {
+        public var agents: Int
+        public var joined: Int
+        public var left: Int
+        public var sources: Int
+        /// Sources with at least one association.
+        public var routedSources: Int
+        public var values: Int
+        /// Agents whose device status has a failing device.
+        public var failingAgents: Int
+
+        /// `12:00:05  1000 agents (+3 joined, -1 left), 1000 sources (980 routed), 120.0 values/s, 2 agents with failing devices`
+        public func line(time: String, seconds: Double) -> String {
+            let rate = seconds > 0 ? Double(values) / seconds : 0
+            return "\(time)  \(agents) agents (+\(joined) joined, -\(left) left), \(sources) sources (\(routedSources) routed), "
+                + "\((rate * 10).rounded() / 10) values/s, \(failingAgents) agents with failing devices"
+        }
+    }
+
+    struct Tally {
+        var joined = 0
+        var left = 0
+        var values = 0
     }
 
     /// What to report, and what to watch from now on.
@@ -112,6 +146,7 @@ public struct ObserveModel: Sendable {
     private var activity: [String: SourceActivity] = [:]
     private var deviceStatus: [String: [JSONValue]] = [:]
     private var contextObjects: [String: JSONObject] = [:]
+    private var tally = Tally()
 
     public init(filter: Filter = Filter(), ownAgentId: String) {
         self.filter = filter
@@ -127,7 +162,9 @@ public struct ObserveModel: Sendable {
             guard agent.agentId != ownAgentId, agent.name != ClientSession.identityName else { return changes }
             let previous = agents.updateValue(agent, forKey: agent.agentId)
             learn(agent, changes: &changes)
+            guard filter.admits(agentName: agent.name) else { return changes }
             if previous == nil {
+                tally.joined += 1
                 changes.events.append(.agentJoined(seen(agent, at: time)))
             } else if previous?.ioNodes != agent.ioNodes {
                 changes.events.append(.agentUpdated(seen(agent, at: time)))
@@ -141,6 +178,8 @@ public struct ObserveModel: Sendable {
             }
             for actor in event.actors { actors[actor.id] = nil }
             deviceStatus[agent.agentId] = nil
+            guard filter.admits(agentName: agent.name) else { return changes }
+            tally.left += 1
             changes.events.append(.agentLeft(event))
         }
         return changes
@@ -201,6 +240,7 @@ public struct ObserveModel: Sendable {
         state.rates.record(time)
         activity[sourceId] = state
         guard filter.admits(sourceId: sourceId, source) else { return nil }
+        tally.values += 1
         return .value(.init(time: time, route: route, sourceId: sourceId, source: source, value: value, rate: state.rates.rate(at: time)))
     }
 
@@ -210,6 +250,7 @@ public struct ObserveModel: Sendable {
         let devices = object["devices"]?.arrayValue ?? []
         guard owner != ownAgentId, deviceStatus[owner] != devices else { return nil }
         deviceStatus[owner] = devices
+        guard filter.admits(agentName: agents[owner]?.name) else { return nil }
         return .deviceStatus(.init(time: time, agentId: owner, agentName: agents[owner]?.name, devices: devices))
     }
 
@@ -248,6 +289,20 @@ public struct ObserveModel: Sendable {
     }
 
     public var agentCount: Int { agents.count }
+
+    /// The counts now and what happened since the last call (which starts the next interval).
+    public mutating func summary() -> Summary {
+        let admittedAgents = agents.values.filter { filter.admits(agentName: $0.name) }
+        let admittedSources = sources.filter { filter.admits(sourceId: $0.key, $0.value) }
+        let routed = Set(associations.keys.map(\.sourceId)).filter { admittedSources[$0] != nil }
+        let failing = admittedAgents.filter { agent in
+            deviceStatus[agent.agentId]?.contains { $0["state"]?.stringValue == "failing" } ?? false
+        }
+        defer { tally = Tally() }
+        return Summary(
+            agents: admittedAgents.count, joined: tally.joined, left: tally.left, sources: admittedSources.count,
+            routedSources: routed.count, values: tally.values, failingAgents: failing.count)
+    }
 
     // MARK: - Learning
 

@@ -14,6 +14,8 @@ public enum ObserveSession {
         case lines
         /// A table redrawn in place, for a terminal.
         case table(title: String)
+        /// One line of counts per interval (`ObserveModel.Summary`), for fleets too large to follow event by event.
+        case summary(every: Duration)
     }
 
     enum Input: Sendable {
@@ -75,14 +77,22 @@ public enum ObserveSession {
                 group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
             }
             group.addTask { await routerAnswers() }
-            if case .table = output {
+            let redrawInterval: Duration? =
+                switch output {
+                case .table: .milliseconds(500)
+                case .summary(let every): every
+                case .json, .lines: nil
+                }
+            if let redrawInterval {
                 group.addTask {
+                    if case .table = output { feed.yield(.redraw) }
                     while !Task.isCancelled {
+                        try? await Task.sleep(for: redrawInterval)
                         feed.yield(.redraw)
-                        try? await Task.sleep(for: .milliseconds(500))
                     }
                 }
             }
+            var lastSummary = ClockTime.now()
 
             for await input in inputs {
                 let now = ClockTime.now()
@@ -101,6 +111,11 @@ public enum ObserveSession {
                 case .router(let answer):
                     changes = model.applyRouterAssociations(answer.result, routerId: answer.routerAgentId, at: now)
                 case .redraw:
+                    if case .summary = output {
+                        let summary = model.summary()
+                        write(summary.line(time: String(ClockTime.local(now).prefix(8)), seconds: Double(now - lastSummary) / 1000) + "\n")
+                        lastSummary = now
+                    }
                     if case .table(let title) = output {
                         let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
                         let size = StandardOutput.terminalSize() ?? (100, 30)
@@ -122,6 +137,8 @@ public enum ObserveSession {
                         write(event.json.serialized() + "\n")
                     case .lines:
                         write(event.line + "\n")
+                    case .summary:
+                        continue
                     case .table:
                         if case .value = event { continue }
                         recent.append(event.line)
