@@ -29,6 +29,9 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     fileprivate let state = Mutex(State())
     /// An eventfd that wakes the network thread: for jobs, for packets queued by other threads, and to stop.
     fileprivate let wakeEvent: Int32
+    /// The publications handed to libmosquitto and not written yet, by message id; told as `unwritten` when the
+    /// connection ends.
+    fileprivate let pendingWrites = Mutex(PendingWrites())
 
     fileprivate struct State {
         var phase = Phase.idle
@@ -128,6 +131,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         try check(mosquitto_reinitialise(handle, options.clientId, true, context))
         mosquitto_connect_callback_set(handle, receiveConnack)
         mosquitto_message_callback_set(handle, receiveMessage)
+        mosquitto_publish_callback_set(handle, publicationWritten)
         try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
         // Without it, a packet written behind one the broker has not acknowledged yet (a request after its
         // response subscription, a value after a value) waits for the broker's delayed ACK: 40 ms on Linux.
@@ -166,10 +170,17 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
-        let rc = message.topic.withCString { topic in
-            guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
-            return message.payload.withUnsafeBytes { payload in
-                mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+        // Under the lock, so that the message id is noted before the network thread can report it written; that
+        // thread takes libmosquitto's queue lock before it reports, never the other way round.
+        let rc = pendingWrites.withLock { pending in
+            message.topic.withCString { topic in
+                guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
+                var messageId: Int32 = 0
+                let rc = message.payload.withUnsafeBytes { payload in
+                    mosquitto_publish(handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+                }
+                if rc == MOSQ_ERR_SUCCESS.rawValue { pending.append(messageId, message) }
+                return rc
             }
         }
         switch rc {
@@ -370,6 +381,10 @@ private final class NetworkSession {
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             disconnectCleanly()
         }
+        let unwritten = transport.pendingWrites.withLock { $0.removeAll() }
+        if !unwritten.isEmpty {
+            transport.events.yield(.unwritten(unwritten))
+        }
         let isCleanStop = transport.state.withLock { state in
             state.connected = false
             state.socket = nil
@@ -567,6 +582,13 @@ private func runNetworkThread(_ context: UnsafeMutableRawPointer?) -> UnsafeMuta
     return nil
 }
 
+private func publicationWritten(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ messageId: Int32) {
+    guard let context else { return }
+    Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().transport.pendingWrites.withLock {
+        $0.written(messageId)
+    }
+}
+
 private func receiveConnack(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ code: Int32) {
     guard let context else { return }
     Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connackReceived(code)
@@ -594,6 +616,41 @@ private func receiveMessage(
     }
     let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: size))
     session.deliver(.message(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain)))
+}
+
+/// QoS 0 publications between `mosquitto_publish` and libmosquitto's report that it wrote them to the socket
+/// (`on_publish`, which it calls for QoS 0 once the whole packet is written). It writes them in the order they were
+/// queued, so the oldest is reported first.
+struct PendingWrites {
+    private var entries: [(messageId: Int32, message: MQTTMessage)] = []
+    private var head = 0
+
+    mutating func append(_ messageId: Int32, _ message: MQTTMessage) {
+        entries.append((messageId, message))
+    }
+
+    mutating func written(_ messageId: Int32) {
+        // An id not at the front is no publication of this connection (removed by `removeAll`) or no publication
+        // at all.
+        guard head < entries.count, entries[head].messageId == messageId else { return }
+        head += 1
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: entries.count <= 1024)
+            head = 0
+        } else if head >= 1024, head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// What was not written, in order; none are pending afterwards.
+    mutating func removeAll() -> [MQTTMessage] {
+        defer {
+            entries = []
+            head = 0
+        }
+        return entries[head...].map(\.message)
+    }
 }
 
 extension MQTTError {

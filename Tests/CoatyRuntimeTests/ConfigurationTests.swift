@@ -68,8 +68,15 @@ import Testing
         #expect(configuration.communication.namespace == "-")
         #expect(configuration.communication.keepAlive == .seconds(60))
         #expect(configuration.communication.maximumInboundPayload == 256 * 1024)
+        #expect(configuration.communication.offlineQueue == OfflineQueueLimits(maximumMessages: 10_000, maximumBytes: 4 << 20, dropPolicy: .oldest))
         #expect(configuration.ioNodes.isEmpty)
         #expect(configuration.metrics == nil)
+    }
+
+    @Test func theOfflineQueueBoundAndPolicy() throws {
+        let json = #"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"maxMessages": 500, "maxBytes": 65536, "drop": "newest"}}}"#
+        let configuration = try Configuration.parse(Array(json.utf8), source: "m.json")
+        #expect(configuration.communication.offlineQueue == OfflineQueueLimits(maximumMessages: 500, maximumBytes: 65536, dropPolicy: .newest))
     }
 
     @Test func metricsListenOnLoopbackUnlessAHostIsGiven() throws {
@@ -88,6 +95,10 @@ import Testing
         (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1}}"#, "m.json: $.communication.keepAlive: 1 is out of range 5...65535"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 100}}"#,
          "m.json: $.communication.maxInboundPayload: 100 is out of range 1024...268435455"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"drop": "random"}}}"#,
+         #"m.json: $.communication.offlineQueue.drop: "random" is neither "oldest" nor "newest""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"maxMessages": 0}}}"#,
+         "m.json: $.communication.offlineQueue.maxMessages: 0 is out of range"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 65536}, "sharedObjects": {"s": {}}}"#,
          "m.json: $.sharedObjects.s: its advertisements reach 151552 bytes"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": "256k"}}"#,
