@@ -170,18 +170,18 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
-        // Under the lock, so that the message id is noted before the network thread can report it written; that
-        // thread takes libmosquitto's queue lock before it reports, never the other way round.
-        let rc = pendingWrites.withLock { pending in
-            message.topic.withCString { topic in
-                guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
-                var messageId: Int32 = 0
-                let rc = message.payload.withUnsafeBytes { payload in
-                    mosquitto_publish(handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
-                }
-                if rc == MOSQ_ERR_SUCCESS.rawValue { pending.append(messageId, message) }
-                return rc
+        // libmosquitto is called without any lock of ours held: its callbacks (`publicationWritten`) take
+        // `pendingWrites` under libmosquitto's own mutexes, so holding ours around a call into it would invert that
+        // order. The id is noted afterwards; a report of the write that comes first is kept until then.
+        var messageId: Int32 = 0
+        let rc = message.topic.withCString { topic in
+            guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
+            return message.payload.withUnsafeBytes { payload in
+                mosquitto_publish(handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
             }
+        }
+        if rc == MOSQ_ERR_SUCCESS.rawValue {
+            pendingWrites.withLock { $0.append(messageId, message) }
         }
         switch rc {
         case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
@@ -619,37 +619,37 @@ private func receiveMessage(
 }
 
 /// QoS 0 publications between `mosquitto_publish` and libmosquitto's report that it wrote them to the socket
-/// (`on_publish`, which it calls for QoS 0 once the whole packet is written). It writes them in the order they were
-/// queued, so the oldest is reported first.
+/// (`on_publish`, which it calls for QoS 0 once the whole packet is written).
+///
+/// The publishing thread notes a publication after `mosquitto_publish` returns, without holding this lock across the
+/// call, so the network thread may report the write first: such ids wait in `writtenEarly` until they are noted.
+/// Notes are numbered so that `removeAll` gives the unwritten ones in the order they were published.
 struct PendingWrites {
-    private var entries: [(messageId: Int32, message: MQTTMessage)] = []
-    private var head = 0
+    private var pending: [Int32: (order: Int, message: MQTTMessage)] = [:]
+    private var writtenEarly: Set<Int32> = []
+    private var nextOrder = 0
 
     mutating func append(_ messageId: Int32, _ message: MQTTMessage) {
-        entries.append((messageId, message))
+        guard writtenEarly.remove(messageId) == nil else { return }
+        pending[messageId] = (nextOrder, message)
+        nextOrder &+= 1
     }
 
     mutating func written(_ messageId: Int32) {
-        // An id not at the front is no publication of this connection (removed by `removeAll`) or no publication
-        // at all.
-        guard head < entries.count, entries[head].messageId == messageId else { return }
-        head += 1
-        if head == entries.count {
-            entries.removeAll(keepingCapacity: entries.count <= 1024)
-            head = 0
-        } else if head >= 1024, head * 2 >= entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
+        guard pending.removeValue(forKey: messageId) == nil else { return }
+        writtenEarly.insert(messageId)
     }
 
-    /// What was not written, in order; none are pending afterwards.
+    /// What was not written, in the order it was published; none are pending afterwards. A publication noted only
+    /// after this (its publisher was still between `mosquitto_publish` and the note when the connection ended) is
+    /// told with the next connection's end: a race of microseconds at a connection loss.
     mutating func removeAll() -> [MQTTMessage] {
         defer {
-            entries = []
-            head = 0
+            pending = [:]
+            writtenEarly = []
+            nextOrder = 0
         }
-        return entries[head...].map(\.message)
+        return pending.values.sorted { $0.order < $1.order }.map(\.message)
     }
 }
 

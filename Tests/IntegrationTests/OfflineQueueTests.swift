@@ -143,7 +143,7 @@ import Testing
         for index in 0..<5000 {
             #expect(try sources.publishIoValue(.json(payload), of: source))
             // 20 MB of publications take a while: let the suites beside this one run meanwhile.
-            if index % 50 == 0 { await Task.yield() }
+            if index % 10 == 0 { await Task.yield() }
         }
         try await broker.kill()
         try await poll(within: .seconds(20)) { sources.droppedValues(of: source.objectId, .connectionLost) > 0 }
