@@ -29,12 +29,12 @@ public final class CommunicationManager: Sendable {
     private let sourceId: String
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
-    private let state: Mutex<State>
+    let state: Mutex<State>
     private let counters = StatisticsCounters()
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
-    private let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
+    let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
     private let oversizedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
     private let rejectionLogBudget = LogBudget()
     private let connectionFailures = ConnectionFailureLog()
@@ -47,7 +47,9 @@ public final class CommunicationManager: Sendable {
     /// Deadvertise waits for them, so that it is the last publication.
     private let publishersInFlight = Atomic(0)
     private let associationRefusals: RetentionRefusals
-    private let drops: DroppedPublications
+    let drops: DroppedPublications
+    /// Zero-loss delivery, source side (see `ZeroLossOptions`): its own lock, never held while calling the transport.
+    let zeroLossSources = Mutex(ZeroLossSources())
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -111,6 +113,12 @@ public final class CommunicationManager: Sendable {
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
         /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
         var ioRoutes: [String: IoRouteDelivery] = [:]
+        /// Zero-loss delivery, actor side: per source associated with an own actor, where its sequence stands.
+        var zeroLossInboxes: [String: ZeroLossInbox] = [:]
+        /// The sources whose frame topics are subscribed.
+        var zeroLossSubscribed: Set<String> = []
+        /// Resends sync frames and acknowledgements every second while started.
+        var zeroLossTask: Task<Void, Never>?
 
         init(routing: IoRoutingTable, queueLimits: OfflineQueueLimits) {
             self.routing = routing
@@ -218,9 +226,15 @@ public final class CommunicationManager: Sendable {
                     in: &state)
             }
             addSubscription(CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .discover), in: &state)
+            if options.zeroLoss != nil {
+                for node in ioNodeDefinitions {
+                    for source in node.ioSources { addSubscription(ZeroLossFrame.acknowledgementTopic(of: source.objectId), in: &state) }
+                }
+            }
             return true
         }
         guard started else { return }
+        startZeroLoss()
         connectionFailures.reset()
         isDroppingInbound.store(false, ordering: .relaxed)
         operatingStateBroadcast.send(.started)
@@ -265,6 +279,7 @@ public final class CommunicationManager: Sendable {
         }
         guard let (transport, connectionTask, nodes) = leaving else { return }
         operatingStateBroadcast.send(.stopped)
+        state.withLock { $0.zeroLossTask }?.cancel()
 
         // A publication that took the transport before `hasLeft` was set goes out before the Deadvertise: it takes
         // microseconds, a queue drained meanwhile a little longer.
@@ -361,6 +376,7 @@ public final class CommunicationManager: Sendable {
             }
             communicationStateBroadcast.send(.online)
             drain()
+            resumeZeroLoss()
             let failedAttempts = connectionFailures.reset()
             let after = failedAttempts > 0 ? " after \(failedAttempts) failed attempts" : ""
             logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)\(after)")
@@ -369,6 +385,7 @@ public final class CommunicationManager: Sendable {
                 defer { state.isOnline = false }
                 return state.isOnline
             }
+            zeroLossConnectionLost()
             if wasOnline {
                 counters.reconnects.add(1)
                 reconnectCounter.increment()
@@ -650,6 +667,10 @@ public final class CommunicationManager: Sendable {
             return
         }
         if deliverOnIoRoute(message) { return }
+        if options.zeroLoss != nil, let (sourceId, isValueTopic) = ZeroLossFrame.parseTopic(message.topic) {
+            receiveZeroLoss(message, of: sourceId, isValueTopic: isValueTopic)
+            return
+        }
         switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
         case .success(.event(let topic, let event)):
             counters.messagesReceived.add(1)
@@ -665,7 +686,7 @@ public final class CommunicationManager: Sendable {
     }
 
     /// Counts a dropped message and logs why, within the budget (malformed and oversized messages share it).
-    private func reject(counting counter: Counter, _ warning: () -> Logger.Message) {
+    func reject(counting counter: Counter, _ warning: () -> Logger.Message) {
         counters.messagesRejected.add(1)
         counter.increment()
         guard case .log(let suppressed) = rejectionLogBudget.admit() else { return }
@@ -721,12 +742,14 @@ public final class CommunicationManager: Sendable {
     // MARK: - IO state and values
 
     private func applyAssociate(_ event: AssociateEvent) {
+        var newZeroLoss: [String] = []
         let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
             guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
             rebuildIoRoutes(in: &state)
+            if options.zeroLoss != nil { newZeroLoss = updateZeroLossSubscriptions(in: &state) }
             let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
@@ -734,6 +757,10 @@ public final class CommunicationManager: Sendable {
         }
         for (continuation, ioState) in delivery {
             continuation.yield(ioState)
+        }
+        acknowledgeZeroLoss(newZeroLoss, isResume: true)
+        if options.zeroLoss != nil, state.withLock({ $0.routing.isOwnSource(event.ioSourceId) }) {
+            syncZeroLoss(sourceIds: [event.ioSourceId])
         }
         if isRefused {
             associationRefusals.refuse {
@@ -761,14 +788,27 @@ public final class CommunicationManager: Sendable {
     /// Hands a message on an IO route to its monitors and to the actors associated on it; false if the topic is
     /// no IO route of this agent's actors.
     private func deliverOnIoRoute(_ message: MQTTMessage) -> Bool {
-        let delivery = state.withLock { state -> IoRouteDelivery? in
-            state.ioRoutes.isEmpty ? nil : state.ioRoutes[message.topic]
+        let hasZeroLoss = options.zeroLoss != nil
+        let (delivery, isPlainCopy) = state.withLock { state -> (IoRouteDelivery?, Bool) in
+            guard !state.ioRoutes.isEmpty, let delivery = state.ioRoutes[message.topic] else { return (nil, false) }
+            return (delivery, hasZeroLoss && isPlainCopyOfZeroLossSource(route: message.topic, in: &state))
         }
         guard let delivery else { return false }
         for monitor in delivery.monitors {
             monitor.yield(message.payload)
         }
         guard let receivers = delivery.receivers else { return false }
+        // Its frame was delivered (or will be, in order).
+        if isPlainCopy { return true }
+        deliver(message, to: receivers)
+        return true
+    }
+
+    /// Hands a value on `message.topic` (an IO route) to the own actors associated on it.
+    func deliver(
+        _ message: MQTTMessage,
+        to receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]
+    ) {
         counters.ioValuesReceived.add(1)
         var json: JSONValue?
         var parseError: JSONParseError?
@@ -794,7 +834,6 @@ public final class CommunicationManager: Sendable {
         if let parseError {
             reject(counting: malformedCounter) { "dropped an IO value on \(message.topic) that is not JSON: \(parseError)" }
         }
-        return true
     }
 
     /// Every payload published on an IO route, as bytes, for a monitor that takes no part in the routing (such as
@@ -836,6 +875,8 @@ public final class CommunicationManager: Sendable {
             return false
         }
         counters.ioValuesPublished.add(1)
+        // The frame before the plain copy: an actor agent that takes frames ignores a plain copy that follows one.
+        if options.zeroLoss != nil { keepForZeroLoss(value.payload, of: source.objectId) }
         enqueue(MQTTMessage(topic: route, payload: value.payload), kind: .value(sourceId: source.objectId))
         return true
     }

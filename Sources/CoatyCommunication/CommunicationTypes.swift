@@ -96,6 +96,9 @@ public struct CommunicationOptions: Sendable, Equatable {
     public var maximumInboundPayload: Int
     /// What is kept of the publications made while offline, and what gives way beyond it.
     public var offlineQueue: OfflineQueueLimits
+    /// Zero-loss delivery of IO values with other coaty-edge agents that opt in too (see `ZeroLossOptions`); nil:
+    /// Coaty's delivery only.
+    public var zeroLoss: ZeroLossOptions?
 
     /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
     /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
@@ -106,7 +109,7 @@ public struct CommunicationOptions: Sendable, Equatable {
         tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
         namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
         maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload,
-        offlineQueue: OfflineQueueLimits = OfflineQueueLimits()
+        offlineQueue: OfflineQueueLimits = OfflineQueueLimits(), zeroLoss: ZeroLossOptions? = nil
     ) {
         self.host = host
         self.port = port
@@ -119,6 +122,7 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
         self.maximumInboundPayload = maximumInboundPayload
         self.offlineQueue = offlineQueue
+        self.zeroLoss = zeroLoss
     }
 }
 

@@ -17,6 +17,9 @@ public enum ValueDropReason: String, Sendable, Hashable, CaseIterable {
     case payloadRejected = "payload rejected"
     /// The agent stopped before the value could be sent.
     case stop
+    /// The zero-loss buffer of the source was full: actor agents had not acknowledged that many values (see
+    /// `ZeroLossOptions`). The value's plain Coaty copy is counted apart, by the other reasons.
+    case zeroLossBufferFull = "zero-loss buffer full"
 }
 
 /// Counts every value and other publication the agent drops, by reason, in the metrics
@@ -79,6 +82,17 @@ final class DroppedPublications: Sendable {
             return counter
         }
         if amount > 0 { counter.increment(by: amount) }
+    }
+
+    /// Counts values of a source dropped for `reason` and logs them within the budget, as a warning.
+    func drop(_ amount: Int, of sourceId: String, _ reason: ValueDropReason, because explanation: @autoclosure () -> String) {
+        guard amount > 0 else { return }
+        record(amount, of: sourceId, reason)
+        guard case .log(let suppressed) = logBudget.admit() else { return }
+        if suppressed > 0 {
+            logger.warning("\(suppressed) more drops of publications were not logged")
+        }
+        logger.warning("dropped \(amount) value\(amount == 1 ? "" : "s") of source \(sourceId): \(explanation())")
     }
 
     /// Counts publications that gave way or could not be sent, and logs them within the budget: at notice level for
