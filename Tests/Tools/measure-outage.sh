@@ -5,9 +5,10 @@
 # publishes only changed readings (a deadband filter), so every value published is distinct and rises per zone.
 # Per configuration (the default, then zero-loss delivery on every agent): 20 outages by SIGKILL and 10 by SIGTERM of
 # DOWN seconds each, then one SIGKILL outage of LONG seconds; then the writer stops and the values settle. Prints
-# published (the source's coaty_edge_values_routed_total over the run), received, lost (published and never
-# received), duplicated, out of order (below an earlier value of its zone), and the resume time (broker accepting
-# TCP connections again to the next value at the actor: median and worst).
+# published (the source's coaty_edge_values_routed_total over the run, which includes the source's re-sends of its
+# latest value on each new Associate), received, lost (publications never received), duplicated (a value received
+# again, other than such a re-send right after the value itself), out of order (below an earlier value of its zone),
+# and the resume time (broker accepting TCP connections again to the next value at the actor: median and worst).
 #
 # Usage: Tests/Tools/measure-outage.sh [--short] [--only default|zero-loss] [--down SECONDS] [--long SECONDS]
 #   --short  3 SIGKILL and 2 SIGTERM outages, and a long one of 10 s (about 2 minutes in all)
@@ -204,16 +205,23 @@ try:
     published = int(routed() - published_before)
     with lock:
         values = [(zone, counter) for _, zone, counter in received]
-    unique = set(values)
-    highest = {}
-    out_of_order = 0
+    # A value equal to the last one of its zone is the source's re-send of its latest value on a new Associate (a
+    # publication of its own, counted in published); any other value seen before is a duplicate.
+    seen, last, highest = set(), {}, {}
+    repeats = duplicated = out_of_order = 0
     for zone, counter in values:
-        if counter < highest.get(zone, -1):
+        if last.get(zone) == counter:
+            repeats += 1
+        elif (zone, counter) in seen:
+            duplicated += 1
+        elif counter < highest.get(zone, -1):
             out_of_order += 1
+        seen.add((zone, counter))
+        last[zone] = counter
         highest[zone] = max(highest.get(zone, -1), counter)
-    lost = published - len(unique)
-    print(f"  published {published}, received {len(values)}, lost {lost} ({100 * lost / max(published, 1):.1f} %), "
-          f"duplicated {len(values) - len(unique)}, out of order {out_of_order}")
+    lost = published - (len(values) - duplicated)
+    print(f"  published {published}, received {len(values)} ({repeats} of them latest values re-sent on association), "
+          f"lost {lost} ({100 * lost / max(published, 1):.1f} %), duplicated {duplicated}, out of order {out_of_order}")
     every = resumes["SIGKILL"] + resumes["SIGTERM"]
     for label, times in list(resumes.items()) + [("all 2 s", every)]:
         if times:
