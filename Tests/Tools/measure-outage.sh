@@ -10,7 +10,8 @@
 # again, other than such a re-send right after the value itself), out of order (below an earlier value of its zone),
 # and the resume time (broker accepting TCP connections again to the next value at the actor: median and worst).
 #
-# Usage: Tests/Tools/measure-outage.sh [--short] [--only default|zero-loss] [--down SECONDS] [--long SECONDS]
+# Usage: Tests/Tools/measure-outage.sh [--short] [--only default|zero-loss] [--kills N] [--terms N] [--down SECONDS]
+#                                      [--long SECONDS]
 #   --short  3 SIGKILL and 2 SIGTERM outages, and a long one of 10 s (about 2 minutes in all)
 #   full run (default): 20 SIGKILL, 10 SIGTERM of 2 s, one of 120 s: about 10 minutes
 # Needs mosquitto and python3.
@@ -20,10 +21,12 @@ kills=20 terms=10 down=2 long=120 only=""
 while (($#)); do
     case $1 in
         --short) kills=3 terms=2 long=10; shift ;;
+        --kills) kills=$2; shift 2 ;;
+        --terms) terms=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --down) down=$2; shift 2 ;;
         --long) long=$2; shift 2 ;;
-        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
