@@ -88,7 +88,7 @@ measure() { # $1: label, $2: extra members of "communication"
     write_configs "$2"
     echo "== $1: $kills SIGKILL and $terms SIGTERM outages of $down s, one SIGKILL outage of $long s; $(nproc) CPUs"
     python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" <<'PY'
-import os, re, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
+import collections, os, re, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
 bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag = sys.argv[1:]
 port, metrics_port, kills, terms = int(port), int(metrics_port), int(kills), int(terms)
@@ -131,9 +131,13 @@ received = []  # (monotonic time, zone, counter) of each value the actor printed
 lock = threading.Condition()
 pattern = re.compile(r" received (-?[0-9.e+-]+)")
 
+actor_lines = collections.deque(maxlen=10)  # the actor's last lines other than values, for a failure report
+
 def read_actor(stream):
     for line in stream:
         match = pattern.search(line)
+        if not match:
+            actor_lines.append(line)
         if match:
             millidegrees = round(float(match.group(1)) * 1000)
             with lock:
@@ -149,6 +153,15 @@ def first_value_after(instant, timeout):
                 return later[0]
             if not lock.wait(max(0, deadline - time.monotonic())) and time.monotonic() >= deadline:
                 return None
+
+def report_agents(why):
+    print(f"  {why}; the agents' last lines:", flush=True)
+    for name in ["source", "router"]:
+        with open(f"{work}/{name}.log") as log:
+            for line in log.readlines()[-6:]:
+                print(f"    {name}: {line.rstrip()[:200]}")
+    for line in list(actor_lines)[-6:]:
+        print(f"    actor: {line.rstrip()[:200]}")
 
 def routed():
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
@@ -185,7 +198,7 @@ try:
         accepted = start_broker()
         first = first_value_after(accepted, 60)
         if first is None:
-            print(f"  outage {number:2} ({label}): no value within 60 s", flush=True)
+            report_agents(f"outage {number} ({label}): no value within 60 s")
             continue
         resumes[label].append(first - accepted)
         time.sleep(1.5)
@@ -196,6 +209,8 @@ try:
         accepted = start_broker()
         first = first_value_after(accepted, 120)
         long_resume = None if first is None else first - accepted
+        if first is None:
+            report_agents(f"the {long_outage:.0f} s outage: no value within 120 s")
         time.sleep(2)
     writing.clear()
     # Settled once nothing arrived for 5 s (zero-loss delivery resends within a second or two).
