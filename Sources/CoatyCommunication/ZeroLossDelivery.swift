@@ -118,6 +118,9 @@ struct ZeroLossOutbox {
     /// Per actor agent that answered: the next sequence number it expects, and when it last answered.
     private var receivers: [String: (next: UInt64, lastHeard: ContinuousClock.Instant)] = [:]
 
+    /// Actor agents per source; answers of further ones are ignored (their actors get the plain copies).
+    static let maximumReceivers = 64
+
     init(options: ZeroLossOptions, epoch: UInt64) {
         self.options = options
         self.epoch = epoch
@@ -161,6 +164,8 @@ struct ZeroLossOutbox {
 
     /// An actor agent's answer: retires what every receiver has, and for a resume sends again from where it stands.
     mutating func acknowledge(receiver: String, epoch: UInt64?, next: UInt64, isResume: Bool, at now: ContinuousClock.Instant) {
+        // Anyone on the broker can answer: a bound keeps made-up agents from growing the table without limit.
+        guard receivers[receiver] != nil || receivers.count < Self.maximumReceivers else { return }
         let known = epoch == self.epoch && next <= nextSequence
         // An agent that has no sequence of this run starts with the values from now on: it received the earlier
         // ones as plain copies, or was not there.

@@ -79,6 +79,8 @@ import Testing
         let drops = [newest.append([1, 2, 3]), newest.append([4, 5]), newest.append([6])]
         #expect(drops == [0, 1, 0])
         #expect(newest.count == 2 && newest.bytes == 4)
+        for number in 0..<100 { newest.acknowledge(receiver: "made-up \(number)", epoch: nil, next: 0, isResume: false, at: now) }
+        #expect(newest.receiverCount == ZeroLossOutbox.maximumReceivers)
     }
 
     /// Each sequence number once and in order; a gap asks for a resume once, and values the source dropped are
