@@ -14,8 +14,9 @@ extension CommunicationManager {
     static let zeroLossTick = Duration.seconds(1)
     /// An actor agent acknowledges at least this often while subscribed, so that the source knows it is there.
     static let zeroLossKeepAliveTicks = 10
-    /// A source forgets an actor agent that did not answer for so long while online: its values would fill the buffer.
-    static let zeroLossReceiverTimeout = Duration.seconds(60)
+    /// A source forgets an actor agent that did not answer for so long while the source was online: gone for good, its
+    /// values would keep the buffer full. Long, so that an actor agent's own outage of minutes loses nothing.
+    static let zeroLossReceiverTimeout = Duration.seconds(600)
 
     /// The actor agents that take frames of an own source, and the values they have not all acknowledged yet.
     public func zeroLossBacklog(of sourceId: String) -> (actorAgents: Int, values: Int) {
@@ -46,19 +47,27 @@ extension CommunicationManager {
     }
 
     private func zeroLossTicked(isKeepAlive: Bool) {
-        guard let (isOnline, associated) = onlineAndAssociatedSources(), isOnline else { return }
+        let (isOnline, associated) = onlineAndAssociatedSources()
+        guard isOnline else { return }
         // Source side: sync while holding, forget actor agents gone for good.
         let deadline = ContinuousClock.now - Self.zeroLossReceiverTimeout
-        let holding = zeroLossSources.withLock { sources in
+        let (holding, discarded) = zeroLossSources.withLock { sources in
             var holding: [String] = []
+            var discarded: [(String, Int)] = []
             for id in sources.outboxes.keys {
                 // A source none of whose actor agents answered yet asks again only now and then.
                 if let outbox = sources.outboxes[id], outbox.isHolding, associated.contains(id), outbox.hasReceivers || isKeepAlive {
                     holding.append(id)
                 }
-                _ = sources.outboxes[id]?.forgetReceivers(silentSince: deadline)
+                if let forgotten = sources.outboxes[id]?.forgetReceivers(silentSince: deadline), forgotten.receivers > 0 {
+                    discarded.append((id, forgotten.values))
+                }
             }
-            return holding
+            return (holding, discarded)
+        }
+        for (sourceId, values) in discarded {
+            logger.warning("zero-loss delivery of source \(sourceId): forgot actor agents silent for \(Self.zeroLossReceiverTimeout)")
+            drops.drop(values, of: sourceId, .zeroLossActorSilent, because: "kept only for actor agents that went silent")
         }
         syncZeroLoss(sourceIds: holding)
         // Actor side: progress, or a keep-alive.
@@ -68,7 +77,8 @@ extension CommunicationManager {
         acknowledgeZeroLoss(Array(due), isResume: false)
     }
 
-    private func onlineAndAssociatedSources() -> (Bool, Set<String>)? {
+    /// Whether the manager is online, and its own sources that are associated.
+    private func onlineAndAssociatedSources() -> (isOnline: Bool, associated: Set<String>) {
         state.withLock { state in
             let sourceIds = ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }
             return (state.isOnline, Set(sourceIds.filter { state.routing.route(ofSource: $0) != nil }))
@@ -82,7 +92,7 @@ extension CommunicationManager {
         zeroLossSources.withLock { sources in
             for id in sources.outboxes.keys { sources.outboxes[id]?.heardFromAll(at: now) }
         }
-        if let (_, associated) = onlineAndAssociatedSources() { syncZeroLoss(sourceIds: Array(associated)) }
+        syncZeroLoss(sourceIds: Array(onlineAndAssociatedSources().associated))
         acknowledgeZeroLoss(Array(state.withLock { $0.zeroLossSubscribed }), isResume: true)
     }
 

@@ -20,6 +20,8 @@ public enum ValueDropReason: String, Sendable, Hashable, CaseIterable {
     /// The zero-loss buffer of the source was full: actor agents had not acknowledged that many values (see
     /// `ZeroLossOptions`). The value's plain Coaty copy is counted apart, by the other reasons.
     case zeroLossBufferFull = "zero-loss buffer full"
+    /// Kept for zero-loss delivery only for actor agents that did not answer for 10 minutes and were forgotten.
+    case zeroLossActorSilent = "zero-loss actor silent"
 }
 
 /// Counts every value and other publication the agent drops, by reason, in the metrics

@@ -185,15 +185,17 @@ struct ZeroLossOutbox {
     var isHolding: Bool { sendFrom == nil }
 
     /// Forgets actor agents that did not answer since `deadline` although they were sent to (gone for good: their
-    /// values would fill the buffer); returns how many.
-    mutating func forgetReceivers(silentSince deadline: ContinuousClock.Instant) -> Int {
+    /// values would fill the buffer); returns how many, and how many values were kept only for them.
+    mutating func forgetReceivers(silentSince deadline: ContinuousClock.Instant) -> (receivers: Int, values: Int) {
         let silent = receivers.filter { $0.value.lastHeard < deadline && $0.value.next < nextSequence }.map(\.key)
+        guard !silent.isEmpty else { return (0, 0) }
+        let before = count
         for receiver in silent { receivers[receiver] = nil }
         retire()
         if receivers.isEmpty {
             while count > 0 { removeFirst() }
         }
-        return silent.count
+        return (silent.count, before - count)
     }
 
     /// Gives every actor agent a fresh grace period (after a reconnect, they could not answer meanwhile).
