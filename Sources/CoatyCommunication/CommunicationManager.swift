@@ -9,9 +9,11 @@ import Synchronization
 ///
 /// Publications and subscriptions made while offline (or before `start`) are kept and applied on the next
 /// connect, in the protocol's order: subscriptions, then the agent's Identity and IoNode advertisements, then the
-/// queued publications. Observations are `ObservationStream`s that end when the manager stops or the consumer
-/// stops iterating. The manager answers Discover for its identity and IO nodes, keeps the association state of its
-/// own IO points, and leaves a Deadvertise of its identity and nodes as MQTT last will.
+/// queued publications. The queue is bounded (`CommunicationOptions.offlineQueue`); what gives way, and every
+/// other value of an own source that does not go out, is counted by reason (`droppedValues`) and logged.
+/// Observations are `ObservationStream`s that end when the manager stops or the consumer stops iterating. The
+/// manager answers Discover for its identity and IO nodes, keeps the association state of its own IO points, and
+/// leaves a Deadvertise of its identity and nodes as MQTT last will.
 public final class CommunicationManager: Sendable {
     public let identity: Identity
     public let options: CommunicationOptions
@@ -27,12 +29,12 @@ public final class CommunicationManager: Sendable {
     private let sourceId: String
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
-    private let state: Mutex<State>
+    let state: Mutex<State>
     private let counters = StatisticsCounters()
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
-    private let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
+    let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
     private let oversizedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
     private let rejectionLogBudget = LogBudget()
     private let connectionFailures = ConnectionFailureLog()
@@ -45,6 +47,9 @@ public final class CommunicationManager: Sendable {
     /// Deadvertise waits for them, so that it is the last publication.
     private let publishersInFlight = Atomic(0)
     private let associationRefusals: RetentionRefusals
+    let drops: DroppedPublications
+    /// Zero-loss delivery, source side (see `ZeroLossOptions`): its own lock, never held while calling the transport.
+    let zeroLossSources = Mutex(ZeroLossSources())
 
     /// One observer of events with one routing key; `deliver` decides whether the event is its kind.
     struct EventObserver: Sendable {
@@ -94,7 +99,7 @@ public final class CommunicationManager: Sendable {
         /// Topic filters with the number of observers that need each, in the order they were first made.
         var subscriptionCounts: [String: Int] = [:]
         var subscriptionOrder: [String] = []
-        var queue: [MQTTMessage] = []
+        var queue: PublicationQueue
         var isDraining = false
         /// Set when `stop` queues the Deadvertise: nothing is published after it, so publications are dropped.
         var hasLeft = false
@@ -108,6 +113,17 @@ public final class CommunicationManager: Sendable {
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
         /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
         var ioRoutes: [String: IoRouteDelivery] = [:]
+        /// Zero-loss delivery, actor side: per source associated with an own actor, where its sequence stands.
+        var zeroLossInboxes: [String: ZeroLossInbox] = [:]
+        /// The sources whose frame topics are subscribed.
+        var zeroLossSubscribed: Set<String> = []
+        /// Resends sync frames and acknowledgements every second while started.
+        var zeroLossTask: Task<Void, Never>?
+
+        init(routing: IoRoutingTable, queueLimits: OfflineQueueLimits) {
+            self.routing = routing
+            queue = PublicationQueue(limits: queueLimits)
+        }
 
         mutating func makeObserverId() -> Int {
             defer { nextObserverId += 1 }
@@ -130,13 +146,14 @@ public final class CommunicationManager: Sendable {
         ioNodeDefinitions = ioNodes.filter { !$0.ioSources.isEmpty || !$0.ioActors.isEmpty }
         self.logger = logger
         associationRefusals = RetentionRefusals(store: "IO routing table", logger: logger)
+        drops = DroppedPublications(sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }, logger: logger)
         sourceId = identity.objectId
         rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
         self.makeTransport = makeTransport
         let routing = IoRoutingTable(
             sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
             actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) })
-        state = Mutex(State(routing: routing))
+        state = Mutex(State(routing: routing, queueLimits: options.offlineQueue))
     }
 
     // MARK: - States
@@ -150,7 +167,32 @@ public final class CommunicationManager: Sendable {
     /// The current communication state, then every change.
     public func communicationStates() -> ObservationStream<CommunicationState> { communicationStateBroadcast.stream() }
 
-    public var statistics: CommunicationStatistics { counters.snapshot }
+    public var statistics: CommunicationStatistics {
+        var statistics = counters.snapshot
+        statistics.ioValuesDropped = ValueDropReason.allCases.reduce(0) { $0 + drops.count($1) }
+        return statistics
+    }
+
+    /// The values of an own source dropped for `reason` since the manager was made.
+    public func droppedValues(of sourceId: String, _ reason: ValueDropReason) -> Int {
+        drops.count(of: sourceId, reason)
+    }
+
+    /// The values of all own sources dropped for `reason` since the manager was made.
+    public func droppedValues(_ reason: ValueDropReason) -> Int {
+        drops.count(reason)
+    }
+
+    /// The publications other than values (events, answers, raw messages) dropped for `reason`.
+    public func droppedEvents(_ reason: ValueDropReason) -> Int {
+        drops.eventCount(reason)
+    }
+
+    /// Counts values of an own source that its controller dropped before publishing them (not associated, or
+    /// superseded by its strategy), in `coaty_edge_values_dropped_total{source, reason}`, without a log line.
+    public func countDroppedValues(_ amount: Int = 1, of sourceId: String, _ reason: ValueDropReason) {
+        drops.record(amount, of: sourceId, reason)
+    }
 
     /// Why the last connection attempt failed ("TLS: certificate verify failed (unknown CA: ...)", "the broker
     /// refused the connection: not authorised (CONNACK 5)", "connection refused"); nil once connected, and until
@@ -184,9 +226,15 @@ public final class CommunicationManager: Sendable {
                     in: &state)
             }
             addSubscription(CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .discover), in: &state)
+            if options.zeroLoss != nil {
+                for node in ioNodeDefinitions {
+                    for source in node.ioSources { addSubscription(ZeroLossFrame.acknowledgementTopic(of: source.objectId), in: &state) }
+                }
+            }
             return true
         }
         guard started else { return }
+        startZeroLoss()
         connectionFailures.reset()
         isDroppingInbound.store(false, ordering: .relaxed)
         operatingStateBroadcast.send(.started)
@@ -231,6 +279,7 @@ public final class CommunicationManager: Sendable {
         }
         guard let (transport, connectionTask, nodes) = leaving else { return }
         operatingStateBroadcast.send(.stopped)
+        state.withLock { $0.zeroLossTask }?.cancel()
 
         // A publication that took the transport before `hasLeft` was set goes out before the Deadvertise: it takes
         // microseconds, a queue drained meanwhile a little longer.
@@ -238,9 +287,12 @@ public final class CommunicationManager: Sendable {
         while publishersInFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .microseconds(100))
         }
-        state.withLock { $0.queue.append(unjoinMessage(nodes: nodes)) }
+        _ = state.withLock { $0.queue.append(QueuedPublication(message: unjoinMessage(nodes: nodes), kind: .join)) }
         drain(leaving: true)
-        let isUnjoinSent = state.withLock { $0.isOnline && $0.queue.isEmpty }
+        let (isUnjoinSent, unsent) = state.withLock { state in
+            state.isOnline && state.queue.isEmpty ? (true, []) : (false, state.queue.removeAll())
+        }
+        drops.drop(unsent, .stop, because: "the agent stopped while offline")
         logger.debug("leaving: Deadvertise \(isUnjoinSent ? "sent" : "queued"), disconnecting \(isUnjoinSent ? "cleanly" : "abruptly")")
         let dropped = droppedWhileStopping.exchange(0, ordering: .relaxed)
         if dropped > 0 {
@@ -257,9 +309,11 @@ public final class CommunicationManager: Sendable {
                 raw: state.rawObservers.values.map(\.continuation),
                 routeMonitors: state.routeMonitors.values.flatMap(\.values)
             )
-            state = State(routing: IoRoutingTable(
-                sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
-                actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) }))
+            state = State(
+                routing: IoRoutingTable(
+                    sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
+                    actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) }),
+                queueLimits: options.offlineQueue)
             return ended
         }
         communicationStateBroadcast.send(.offline)
@@ -318,11 +372,11 @@ public final class CommunicationManager: Sendable {
                         logger.warning("cannot subscribe \(filter): \(error)")
                     }
                 }
-                let queued = Set(state.queue.map(\.topic))
-                state.queue.insert(contentsOf: joinMessages(nodes: state.ioNodes).filter { !queued.contains($0.topic) }, at: 0)
+                state.queue.prependJoin(joinMessages(nodes: state.ioNodes))
             }
             communicationStateBroadcast.send(.online)
             drain()
+            resumeZeroLoss()
             let failedAttempts = connectionFailures.reset()
             let after = failedAttempts > 0 ? " after \(failedAttempts) failed attempts" : ""
             logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)\(after)")
@@ -331,6 +385,7 @@ public final class CommunicationManager: Sendable {
                 defer { state.isOnline = false }
                 return state.isOnline
             }
+            zeroLossConnectionLost()
             if wasOnline {
                 counters.reconnects.add(1)
                 reconnectCounter.increment()
@@ -349,7 +404,30 @@ public final class CommunicationManager: Sendable {
             communicationStateBroadcast.send(.offline)
         case .disconnected:
             state.withLock { $0.isOnline = false }
+        case .unwritten(let messages):
+            countUnwritten(messages)
         }
+    }
+
+    /// Publications that libmosquitto had queued but not written when the connection ended: QoS 0 has no resend,
+    /// so they are lost, and counted (values per source by their route).
+    private func countUnwritten(_ messages: [MQTTMessage]) {
+        let (sourcesByRoute, hasLeft) = state.withLock { state in
+            let sourceIds = ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }
+            let routes = sourceIds.compactMap { id in state.routing.route(ofSource: id).map { ($0, id) } }
+            return (Dictionary(routes, uniquingKeysWith: { first, _ in first }), state.hasLeft)
+        }
+        let joinTopics = Set(state.withLock { joinMessages(nodes: $0.ioNodes) }.map(\.topic))
+        let publications = messages.map { message in
+            let kind: PublicationKind =
+                if let sourceId = sourcesByRoute[message.topic] { .value(sourceId: sourceId) }
+                else if joinTopics.contains(message.topic) || message.topic == topic(.deadvertise) { .join }
+                else { .event }
+            return QueuedPublication(message: message, kind: kind)
+        }
+        drops.drop(
+            publications, hasLeft ? .stop : .connectionLost,
+            because: "the connection ended before they were written to it")
     }
 
     /// A failed attempt to connect, logged by the budget of `ConnectionFailureLog`.
@@ -368,51 +446,78 @@ public final class CommunicationManager: Sendable {
 
     // MARK: - Publishing
 
-    /// Sends at once when online with nothing queued, and queues otherwise (FIFO, drained on connect).
-    func enqueue(_ messages: [MQTTMessage]) {
-        guard let transport = transportForSending(messages) else { return }
+    /// Sends at once when online with nothing queued, and queues otherwise (FIFO within the bound, drained on
+    /// connect).
+    func enqueue(_ messages: [MQTTMessage], kind: PublicationKind = .event) {
+        guard let transport = transportForSending(messages, kind: kind) else { return }
         defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
         for (index, message) in messages.enumerated() {
-            guard send(message, on: transport, keepingOnFailure: messages[(index + 1)...]) else { return }
+            let rest = messages[(index + 1)...].lazy.map { QueuedPublication(message: $0, kind: kind) }
+            guard send(QueuedPublication(message: message, kind: kind), on: transport, keepingOnFailure: rest) else { return }
         }
     }
 
     /// `enqueue` of one message, without an array: values and most events are one publication.
-    func enqueue(_ message: MQTTMessage) {
-        guard let transport = transportForSending(CollectionOfOne(message)) else { return }
+    func enqueue(_ message: MQTTMessage, kind: PublicationKind = .event) {
+        guard let transport = transportForSending(CollectionOfOne(message), kind: kind) else { return }
         defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
-        send(message, on: transport, keepingOnFailure: [])
+        send(QueuedPublication(message: message, kind: kind), on: transport, keepingOnFailure: EmptyCollection())
     }
 
     /// The transport if the messages can go out now (the caller is then a publisher in flight until it is done);
-    /// otherwise they are queued, or dropped after the Deadvertise.
-    private func transportForSending(_ messages: some Collection<MQTTMessage>) -> (any MQTTTransport)? {
-        state.withLock { state -> (any MQTTTransport)? in
-            guard !state.hasLeft else { return nil }
+    /// otherwise they are queued (what gives way to the bound is counted), or dropped and counted after the
+    /// Deadvertise.
+    private func transportForSending(_ messages: some Collection<MQTTMessage>, kind: PublicationKind) -> (any MQTTTransport)? {
+        var dropped: [QueuedPublication] = []
+        var hasLeft = false
+        let transport = state.withLock { state -> (any MQTTTransport)? in
+            guard !state.hasLeft else {
+                hasLeft = true
+                return nil
+            }
             guard state.isOnline, state.queue.isEmpty, !state.isDraining, let transport = state.transport else {
-                state.queue.append(contentsOf: messages)
+                for message in messages {
+                    dropped += state.queue.append(QueuedPublication(message: message, kind: kind))
+                }
                 return nil
             }
             // Under the lock that `stop` sets `hasLeft` with, so that it sees this publisher.
             publishersInFlight.wrappingAdd(1, ordering: .relaxed)
             return transport
         }
+        if hasLeft {
+            drops.drop(messages.map { QueuedPublication(message: $0, kind: kind) }, .stop, because: "published after the agent left")
+        } else if !dropped.isEmpty {
+            dropOverflow(dropped)
+        }
+        return transport
+    }
+
+    /// Counts and logs what gave way to the offline queue's bound.
+    private func dropOverflow(_ dropped: [QueuedPublication]) {
+        let limits = options.offlineQueue
+        drops.drop(
+            dropped, .offlineQueueFull,
+            because: "the offline queue is full (\(limits.maximumMessages) messages or \(limits.maximumBytes) bytes); "
+                + "the \(limits.dropPolicy.rawValue) give way")
     }
 
     /// Publishes; when the connection just dropped, queues the message and the ones after it for the next connect
     /// and returns false.
     @discardableResult
     private func send(
-        _ message: MQTTMessage, on transport: any MQTTTransport, keepingOnFailure rest: ArraySlice<MQTTMessage>
+        _ publication: QueuedPublication, on transport: any MQTTTransport,
+        keepingOnFailure rest: some Collection<QueuedPublication>
     ) -> Bool {
         do {
-            try transport.publish(message)
+            try transport.publish(publication.message)
             counters.messagesPublished.add(1)
         } catch .notConnected {
-            state.withLock { state in state.queue.insert(contentsOf: CollectionOfOne(message) + rest, at: 0) }
+            let dropped = state.withLock { state in state.queue.prepend([publication] + rest) }
+            dropOverflow(dropped)
             return false
         } catch {
-            logger.error("cannot publish on \(message.topic): \(error)")
+            drops.drop([publication], .payloadRejected, because: "\(error)")
         }
         return true
     }
@@ -421,30 +526,30 @@ public final class CommunicationManager: Sendable {
     /// Deadvertise was queued, only `stop` drains (`leaving`).
     func drain(leaving: Bool = false) {
         while true {
-            let next = state.withLock { state -> (any MQTTTransport, [MQTTMessage])? in
+            let next = state.withLock { state -> (any MQTTTransport, [QueuedPublication])? in
                 guard state.isOnline, let transport = state.transport, !state.queue.isEmpty, leaving || !state.hasLeft else {
                     state.isDraining = false
                     return nil
                 }
                 state.isDraining = true
                 publishersInFlight.wrappingAdd(1, ordering: .relaxed)
-                defer { state.queue = [] }
-                return (transport, state.queue)
+                return (transport, state.queue.removeAll())
             }
             guard let (transport, batch) = next else { return }
             defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
-            for (index, message) in batch.enumerated() {
+            for (index, publication) in batch.enumerated() {
                 do {
-                    try transport.publish(message)
+                    try transport.publish(publication.message)
                     counters.messagesPublished.add(1)
                 } catch .notConnected {
-                    state.withLock { state in
-                        state.queue.insert(contentsOf: batch[index...], at: 0)
+                    let dropped = state.withLock { state in
                         state.isDraining = false
+                        return state.queue.prepend(batch[index...])
                     }
+                    dropOverflow(dropped)
                     return
                 } catch {
-                    logger.error("cannot publish on \(message.topic): \(error)")
+                    drops.drop([publication], .payloadRejected, because: "\(error)")
                 }
             }
         }
@@ -562,6 +667,10 @@ public final class CommunicationManager: Sendable {
             return
         }
         if deliverOnIoRoute(message) { return }
+        if options.zeroLoss != nil, let (sourceId, isValueTopic) = ZeroLossFrame.parseTopic(message.topic) {
+            receiveZeroLoss(message, of: sourceId, isValueTopic: isValueTopic)
+            return
+        }
         switch CoatyCodec.decode(topic: message.topic, payload: message.payload) {
         case .success(.event(let topic, let event)):
             counters.messagesReceived.add(1)
@@ -577,7 +686,7 @@ public final class CommunicationManager: Sendable {
     }
 
     /// Counts a dropped message and logs why, within the budget (malformed and oversized messages share it).
-    private func reject(counting counter: Counter, _ warning: () -> Logger.Message) {
+    func reject(counting counter: Counter, _ warning: () -> Logger.Message) {
         counters.messagesRejected.add(1)
         counter.increment()
         guard case .log(let suppressed) = rejectionLogBudget.admit() else { return }
@@ -633,12 +742,14 @@ public final class CommunicationManager: Sendable {
     // MARK: - IO state and values
 
     private func applyAssociate(_ event: AssociateEvent) {
+        var newZeroLoss: [String] = []
         let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
             guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
             rebuildIoRoutes(in: &state)
+            if options.zeroLoss != nil { newZeroLoss = updateZeroLossSubscriptions(in: &state) }
             let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
@@ -646,6 +757,10 @@ public final class CommunicationManager: Sendable {
         }
         for (continuation, ioState) in delivery {
             continuation.yield(ioState)
+        }
+        acknowledgeZeroLoss(newZeroLoss, isResume: true)
+        if options.zeroLoss != nil, state.withLock({ $0.routing.isOwnSource(event.ioSourceId) }) {
+            syncZeroLoss(sourceIds: [event.ioSourceId])
         }
         if isRefused {
             associationRefusals.refuse {
@@ -673,14 +788,27 @@ public final class CommunicationManager: Sendable {
     /// Hands a message on an IO route to its monitors and to the actors associated on it; false if the topic is
     /// no IO route of this agent's actors.
     private func deliverOnIoRoute(_ message: MQTTMessage) -> Bool {
-        let delivery = state.withLock { state -> IoRouteDelivery? in
-            state.ioRoutes.isEmpty ? nil : state.ioRoutes[message.topic]
+        let hasZeroLoss = options.zeroLoss != nil
+        let (delivery, isPlainCopy) = state.withLock { state -> (IoRouteDelivery?, Bool) in
+            guard !state.ioRoutes.isEmpty, let delivery = state.ioRoutes[message.topic] else { return (nil, false) }
+            return (delivery, hasZeroLoss && isPlainCopyOfZeroLossSource(route: message.topic, in: &state))
         }
         guard let delivery else { return false }
         for monitor in delivery.monitors {
             monitor.yield(message.payload)
         }
         guard let receivers = delivery.receivers else { return false }
+        // Its frame was delivered (or will be, in order).
+        if isPlainCopy { return true }
+        deliver(message, to: receivers)
+        return true
+    }
+
+    /// Hands a value on `message.topic` (an IO route) to the own actors associated on it.
+    func deliver(
+        _ message: MQTTMessage,
+        to receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]
+    ) {
         counters.ioValuesReceived.add(1)
         var json: JSONValue?
         var parseError: JSONParseError?
@@ -706,7 +834,6 @@ public final class CommunicationManager: Sendable {
         if let parseError {
             reject(counting: malformedCounter) { "dropped an IO value on \(message.topic) that is not JSON: \(parseError)" }
         }
-        return true
     }
 
     /// Every payload published on an IO route, as bytes, for a monitor that takes no part in the routing (such as
@@ -744,11 +871,13 @@ public final class CommunicationManager: Sendable {
         case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
         }
         guard let route = state.withLock({ $0.routing.route(ofSource: source.objectId) }) else {
-            counters.ioValuesDropped.add(1)
+            drops.record(of: source.objectId, .noAssociation)
             return false
         }
         counters.ioValuesPublished.add(1)
-        enqueue(MQTTMessage(topic: route, payload: value.payload))
+        // The frame before the plain copy: an actor agent that takes frames ignores a plain copy that follows one.
+        if options.zeroLoss != nil { keepForZeroLoss(value.payload, of: source.objectId) }
+        enqueue(MQTTMessage(topic: route, payload: value.payload), kind: .value(sourceId: source.objectId))
         return true
     }
 
@@ -865,7 +994,6 @@ final class StatisticsCounters: Sendable {
     let responsesRejected = Atomic(0)
     let ioValuesPublished = Atomic(0)
     let ioValuesReceived = Atomic(0)
-    let ioValuesDropped = Atomic(0)
     let reconnects = Atomic(0)
 
     var snapshot: CommunicationStatistics {
@@ -874,7 +1002,7 @@ final class StatisticsCounters: Sendable {
             messagesRejected: messagesRejected.value, messagesOversized: messagesOversized.value,
             responsesRejected: responsesRejected.value,
             ioValuesPublished: ioValuesPublished.value, ioValuesReceived: ioValuesReceived.value,
-            ioValuesDropped: ioValuesDropped.value, reconnects: reconnects.value)
+            reconnects: reconnects.value)
     }
 }
 

@@ -94,6 +94,11 @@ public struct CommunicationOptions: Sendable, Equatable {
     public var shouldEnableCrossNamespacing: Bool
     /// Bytes; an inbound message with a larger payload is dropped unread, counted and logged.
     public var maximumInboundPayload: Int
+    /// What is kept of the publications made while offline, and what gives way beyond it.
+    public var offlineQueue: OfflineQueueLimits
+    /// Zero-loss delivery of IO values with other coaty-edge agents that opt in too (see `ZeroLossOptions`); nil:
+    /// Coaty's delivery only.
+    public var zeroLoss: ZeroLossOptions?
 
     /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
     /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
@@ -103,7 +108,8 @@ public struct CommunicationOptions: Sendable, Equatable {
         host: String = "127.0.0.1", port: Int = 1883, username: String? = nil, password: String? = nil,
         tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
         namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
-        maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload
+        maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload,
+        offlineQueue: OfflineQueueLimits = OfflineQueueLimits(), zeroLoss: ZeroLossOptions? = nil
     ) {
         self.host = host
         self.port = port
@@ -115,6 +121,8 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.namespace = namespace.isEmpty ? CoatyTopic.defaultNamespace : namespace
         self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
         self.maximumInboundPayload = maximumInboundPayload
+        self.offlineQueue = offlineQueue
+        self.zeroLoss = zeroLoss
     }
 }
 
@@ -130,7 +138,7 @@ public struct CommunicationStatistics: Sendable, Hashable {
     public var responsesRejected = 0
     public var ioValuesPublished = 0
     public var ioValuesReceived = 0
-    /// Values of an unassociated source, dropped.
+    /// Values of own sources dropped for any reason (`CommunicationManager.droppedValues` tells which).
     public var ioValuesDropped = 0
     public var reconnects = 0
 }

@@ -7,7 +7,9 @@ import Logging
 import Synchronization
 
 /// Publishes the values of this agent's IO sources, shaped by each source's backpressure strategy and the update
-/// rate its router asked for. Values of a source that is not associated are dropped.
+/// rate its router asked for. Values of a source that is not associated are dropped, as are those its strategy
+/// replaces by newer ones, and those scheduled when it stops; each is counted by reason in the manager's
+/// `coaty_edge_values_dropped_total{source, reason}`.
 public final class IoSourceController<C: Clock>: Controller where C.Duration == Duration {
     private let clock: C
     /// The instant that `SourceInstant`s count from.
@@ -42,25 +44,29 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             }
         }
         // Stopped: no source stays associated and nothing scheduled survives; a restart brings fresh IoStates.
-        for id in ids { apply(IoState(hasAssociations: false), to: id) }
+        for id in ids { apply(IoState(hasAssociations: false), to: id, isStopping: true) }
     }
 
-    private func apply(_ ioState: IoState, to id: String) {
-        state.withLock { state in
-            guard var source = state.sources[id] else { return }
+    private func apply(_ ioState: IoState, to id: String, isStopping: Bool = false) {
+        let discarded = state.withLock { state -> (CommunicationManager, ValueDropReason)? in
+            guard var source = state.sources[id] else { return nil }
             let changed = source.association.value != ioState.hasAssociations || source.updateRate.value != ioState.updateRate
             source.association.send(ioState.hasAssociations)
             source.updateRate.send(ioState.updateRate)
             if ioState.hasAssociations { source.associates.send(source.associates.value + 1) }
-            guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return }
+            guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return nil }
             source.timer?.cancel()
             source.timer = nil
             source.timerGeneration += 1
-            source.pipeline.rebuild(
+            let discards = source.pipeline.rebuild(
                 .init(isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate, strategy: source.source.updateStrategy),
                 at: now)
             state.sources[id] = source
+            guard discards, let manager = state.manager else { return nil }
+            // A value that waited for its deadline: a new rate or association starts afresh, as in Coaty JS.
+            return (manager, isStopping ? .stop : ioState.hasAssociations ? .superseded : .noAssociation)
         }
+        if let (manager, reason) = discarded { manager.countDroppedValues(of: id, reason) }
     }
 
     /// Publishes a JSON value of an own source, subject to its strategy. Returns false when the value was dropped
@@ -79,7 +85,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     @discardableResult
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
         let now = now
-        let outcome = try state.withLock { state throws(CoatyError) -> (IoSource, CommunicationManager, IoValue?, SourceCounters)? in
+        let outcome = try state.withLock { state throws(CoatyError) -> Outcome? in
             guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
             // Read once, and changed in place: every read through `values[index]` copies the whole entry, and
             // copying it out and back cost as much as the rest of a publication.
@@ -89,24 +95,42 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             case .json: guard !entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
             }
             guard let manager = state.manager else { return nil }
+            let supersedes = entry.pipeline.hasPending
             switch state.sources.values[index].pipeline.push(value, at: now) {
             case .dropped:
                 state.sources.values[index].dropped += 1
-                entry.counters.dropped.increment()
-                return nil
+                return .dropped(manager)
             case .publishNow(let value):
-                return (entry.source, manager, value, entry.counters)
+                return .publish(entry.source, manager, value, entry.counters)
             case .scheduled:
                 if entry.timer == nil {
                     state.sources.values[index].timer = makeTimer(for: sourceId, generation: entry.timerGeneration)
                 }
-                return (entry.source, manager, nil, entry.counters)
+                return .scheduled(manager, entry.counters, supersedes: supersedes)
             }
         }
-        guard let (source, manager, immediate, counters) = outcome else { return false }
-        counters.published.increment()
-        if let immediate, try manager.publishIoValue(immediate, of: source) { counters.routed.increment() }
-        return true
+        switch outcome {
+        case nil:
+            return false
+        case .dropped(let manager):
+            manager.countDroppedValues(of: sourceId, .noAssociation)
+            return false
+        case .scheduled(let manager, let counters, let supersedes):
+            counters.published.increment()
+            if supersedes { manager.countDroppedValues(of: sourceId, .superseded) }
+            return true
+        case .publish(let source, let manager, let value, let counters):
+            counters.published.increment()
+            if try manager.publishIoValue(value, of: source) { counters.routed.increment() }
+            return true
+        }
+    }
+
+    /// What `publish` does after leaving the lock.
+    private enum Outcome {
+        case dropped(CommunicationManager)
+        case scheduled(CommunicationManager, SourceCounters, supersedes: Bool)
+        case publish(IoSource, CommunicationManager, IoValue, SourceCounters)
     }
 
     /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
@@ -165,7 +189,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         state.withLock { $0.sources[source.objectId]?.association.value ?? false }
     }
 
-    /// Values dropped because the source was not associated.
+    /// Values dropped because the source was not associated (the manager's `droppedValues` counts every reason).
     public func droppedValues(of source: IoSource) -> Int {
         state.withLock { $0.sources[source.objectId]?.dropped ?? 0 }
     }
@@ -206,17 +230,15 @@ private struct SourceEntry {
     }
 }
 
-/// Values accepted for publishing, values that went out on the route (after the strategy), and values dropped
-/// because the source was not associated.
+/// Values accepted for publishing and values that went out on the route (after the strategy); the manager counts
+/// those dropped.
 private struct SourceCounters: Sendable {
     let published: Counter
     let routed: Counter
-    let dropped: Counter
 
     init(sourceId: String) {
         published = Counter(label: "coaty_edge_values_published_total", dimensions: [("source", sourceId)])
         routed = Counter(label: "coaty_edge_values_routed_total", dimensions: [("source", sourceId)])
-        dropped = Counter(label: "coaty_edge_values_dropped_total", dimensions: [("source", sourceId)])
     }
 }
 

@@ -41,11 +41,18 @@ struct IoSourcePipeline<Instant: InstantProtocol>: Sendable where Instant.Durati
     /// When the pending value goes out.
     private(set) var nextDeadline: Instant?
 
-    mutating func rebuild(_ mode: Mode, at now: Instant) {
+    /// Whether a value waits for its deadline.
+    var hasPending: Bool { pending != nil }
+
+    /// Returns whether a value that waited for its deadline was discarded.
+    @discardableResult
+    mutating func rebuild(_ mode: Mode, at now: Instant) -> Bool {
+        defer { pending = nil }
+        let discards = pending != nil
         self.mode = mode
         origin = now
-        pending = nil
         nextDeadline = nil
+        return discards
     }
 
     enum PushResult: Sendable, Equatable {

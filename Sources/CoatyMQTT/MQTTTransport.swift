@@ -62,6 +62,9 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
     case reconnecting(attempt: Int, delay: Duration)
     /// The maximum number of attempts was used up; the transport stays offline.
     case gaveUp(attempts: Int)
+    /// Publications that were handed to the connection but not written to its socket when it ended (QoS 0: they are
+    /// gone), in the order they were published; before the `connectionLost` of that connection.
+    case unwritten([MQTTMessage])
     /// `disconnect` finished.
     case disconnected
 }

@@ -29,6 +29,9 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     fileprivate let state = Mutex(State())
     /// An eventfd that wakes the network thread: for jobs, for packets queued by other threads, and to stop.
     fileprivate let wakeEvent: Int32
+    /// The publications handed to libmosquitto and not written yet, by message id; told as `unwritten` when the
+    /// connection ends.
+    fileprivate let pendingWrites = Mutex(PendingWrites())
 
     fileprivate struct State {
         var phase = Phase.idle
@@ -128,6 +131,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         try check(mosquitto_reinitialise(handle, options.clientId, true, context))
         mosquitto_connect_callback_set(handle, receiveConnack)
         mosquitto_message_callback_set(handle, receiveMessage)
+        mosquitto_publish_callback_set(handle, publicationWritten)
         try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
         // Without it, a packet written behind one the broker has not acknowledged yet (a request after its
         // response subscription, a value after a value) waits for the broker's delayed ACK: 40 ms on Linux.
@@ -166,11 +170,18 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
+        // libmosquitto is called without any lock of ours held: its callbacks (`publicationWritten`) take
+        // `pendingWrites` under libmosquitto's own mutexes, so holding ours around a call into it would invert that
+        // order. The id is noted afterwards; a report of the write that comes first is kept until then.
+        var messageId: Int32 = 0
         let rc = message.topic.withCString { topic in
             guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
             return message.payload.withUnsafeBytes { payload in
-                mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+                mosquitto_publish(handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
             }
+        }
+        if rc == MOSQ_ERR_SUCCESS.rawValue {
+            pendingWrites.withLock { $0.append(messageId, message) }
         }
         switch rc {
         case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
@@ -370,6 +381,10 @@ private final class NetworkSession {
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             disconnectCleanly()
         }
+        let unwritten = transport.pendingWrites.withLock { $0.removeAll() }
+        if !unwritten.isEmpty {
+            transport.events.yield(.unwritten(unwritten))
+        }
         let isCleanStop = transport.state.withLock { state in
             state.connected = false
             state.socket = nil
@@ -567,6 +582,13 @@ private func runNetworkThread(_ context: UnsafeMutableRawPointer?) -> UnsafeMuta
     return nil
 }
 
+private func publicationWritten(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ messageId: Int32) {
+    guard let context else { return }
+    Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().transport.pendingWrites.withLock {
+        $0.written(messageId)
+    }
+}
+
 private func receiveConnack(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ code: Int32) {
     guard let context else { return }
     Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connackReceived(code)
@@ -594,6 +616,41 @@ private func receiveMessage(
     }
     let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: size))
     session.deliver(.message(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain)))
+}
+
+/// QoS 0 publications between `mosquitto_publish` and libmosquitto's report that it wrote them to the socket
+/// (`on_publish`, which it calls for QoS 0 once the whole packet is written).
+///
+/// The publishing thread notes a publication after `mosquitto_publish` returns, without holding this lock across the
+/// call, so the network thread may report the write first: such ids wait in `writtenEarly` until they are noted.
+/// Notes are numbered so that `removeAll` gives the unwritten ones in the order they were published.
+struct PendingWrites {
+    private var pending: [Int32: (order: Int, message: MQTTMessage)] = [:]
+    private var writtenEarly: Set<Int32> = []
+    private var nextOrder = 0
+
+    mutating func append(_ messageId: Int32, _ message: MQTTMessage) {
+        guard writtenEarly.remove(messageId) == nil else { return }
+        pending[messageId] = (nextOrder, message)
+        nextOrder &+= 1
+    }
+
+    mutating func written(_ messageId: Int32) {
+        guard pending.removeValue(forKey: messageId) == nil else { return }
+        writtenEarly.insert(messageId)
+    }
+
+    /// What was not written, in the order it was published; none are pending afterwards. A publication noted only
+    /// after this (its publisher was still between `mosquitto_publish` and the note when the connection ended) is
+    /// told with the next connection's end: a race of microseconds at a connection loss.
+    mutating func removeAll() -> [MQTTMessage] {
+        defer {
+            pending = [:]
+            writtenEarly = []
+            nextOrder = 0
+        }
+        return pending.values.sorted { $0.order < $1.order }.map(\.message)
+    }
 }
 
 extension MQTTError {

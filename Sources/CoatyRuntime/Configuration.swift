@@ -18,7 +18,8 @@ import CoatySharedObjects
 ///   "common": {"agentIdentity": {"name": "Greenhouse"}, "ioContextNodes": {"<context>": {"ioSources": [], "ioActors": [], "characteristics": {}}}},
 ///   "communication": {"brokerUrl": "mqtt://127.0.0.1:1883", "namespace": "-", "username": "...", "passwordFile": "...",
 ///                     "tls": {"caFile": "..."}, "keepAlive": 60, "reconnect": {"minDelay": 0.1, "maxDelay": 0.3},
-///                     "maxInboundPayload": 262144},
+///                     "maxInboundPayload": 262144, "offlineQueue": {"maxMessages": 10000, "maxBytes": 4194304, "drop": "oldest"},
+///                     "zeroLoss": {"maxValues": 10000, "maxBytes": 1048576, "drop": "oldest"}},
 ///   "controllers": {"<name>": {...}},
 ///   "sharedObjects": {"<name>": {"data": {...}, "expiry": 30, "readOnly": false, "maxValueBytes": 16384}},
 ///   "devices": {...},
@@ -259,7 +260,7 @@ public struct Configuration: Sendable {
     ) throws(JSONShapeError) -> CommunicationOptions {
         try section.allowOnly([
             "brokerUrl", "namespace", "shouldEnableCrossNamespacing", "username", "password", "passwordFile", "tls",
-            "keepAlive", "reconnect", "maxInboundPayload",
+            "keepAlive", "reconnect", "maxInboundPayload", "offlineQueue", "zeroLoss",
         ])
         let urlCursor = try section.required("brokerUrl")
         let urlText = try urlCursor.string()
@@ -310,6 +311,12 @@ public struct Configuration: Sendable {
             options.maximumInboundPayload = try maximum.integer(in: 1024...MQTTConnectOptions.maximumPayload)
         }
         options.reconnect = .fastResume
+        if let queue = try section.optional("offlineQueue") {
+            options.offlineQueue = try readOfflineQueue(queue)
+        }
+        if let zeroLoss = try section.optional("zeroLoss") {
+            options.zeroLoss = try readZeroLoss(zeroLoss)
+        }
         if let reconnect = try section.optional("reconnect") {
             try reconnect.allowOnly(["minDelay", "maxDelay", "maxAttempts"])
             let defaults = MQTTReconnectPolicy.fastResume
@@ -339,5 +346,49 @@ public struct Configuration: Sendable {
             if case .notRegular = error.code { throw cursor.error(error.description) }
         }
         return path
+    }
+}
+
+extension Configuration {
+    /// `{"maxMessages": 10000, "maxBytes": 4194304, "drop": "oldest"}`, each optional.
+    /// `true`, `false`, or the buffer's bounds: `{"maxValues": 10000, "maxBytes": 1048576, "drop": "oldest"}`.
+    static func readZeroLoss(_ section: JSONCursor) throws(JSONShapeError) -> ZeroLossOptions? {
+        if case .bool(let isOn) = section.value { return isOn ? ZeroLossOptions() : nil }
+        try section.allowOnly(["maxValues", "maxBytes", "drop"])
+        var options = ZeroLossOptions()
+        if let values = try section.optional("maxValues") {
+            options.maximumValues = try values.integer(in: 1...10_000_000)
+        }
+        if let bytes = try section.optional("maxBytes") {
+            options.maximumBytes = try bytes.integer(in: 1024...(1 << 34))
+        }
+        if let drop = try section.optional("drop") {
+            let text = try drop.string()
+            guard let policy = OfflineQueueLimits.DropPolicy(rawValue: text) else {
+                throw drop.error("\"\(text)\" is neither \"oldest\" nor \"newest\"")
+            }
+            options.dropPolicy = policy
+        }
+        return options
+    }
+
+    static func readOfflineQueue(_ section: JSONCursor) throws(JSONShapeError) -> OfflineQueueLimits {
+        try section.allowOnly(["maxMessages", "maxBytes", "drop"])
+        var limits = OfflineQueueLimits()
+        if let messages = try section.optional("maxMessages") {
+            limits.maximumMessages = try messages.integer(in: 1...10_000_000)
+        }
+        if let bytes = try section.optional("maxBytes") {
+            // At least one publication of the largest size an agent takes in.
+            limits.maximumBytes = try bytes.integer(in: 1024...(1 << 34))
+        }
+        if let drop = try section.optional("drop") {
+            let text = try drop.string()
+            guard let policy = OfflineQueueLimits.DropPolicy(rawValue: text) else {
+                throw drop.error("\"\(text)\" is neither \"oldest\" nor \"newest\"")
+            }
+            limits.dropPolicy = policy
+        }
+        return limits
     }
 }

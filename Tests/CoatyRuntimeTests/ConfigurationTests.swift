@@ -68,8 +68,26 @@ import Testing
         #expect(configuration.communication.namespace == "-")
         #expect(configuration.communication.keepAlive == .seconds(60))
         #expect(configuration.communication.maximumInboundPayload == 256 * 1024)
+        #expect(configuration.communication.offlineQueue == OfflineQueueLimits(maximumMessages: 10_000, maximumBytes: 4 << 20, dropPolicy: .oldest))
+        #expect(configuration.communication.zeroLoss == nil)
         #expect(configuration.ioNodes.isEmpty)
         #expect(configuration.metrics == nil)
+    }
+
+    @Test func theOfflineQueueBoundAndPolicy() throws {
+        let json = #"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"maxMessages": 500, "maxBytes": 65536, "drop": "newest"}}}"#
+        let configuration = try Configuration.parse(Array(json.utf8), source: "m.json")
+        #expect(configuration.communication.offlineQueue == OfflineQueueLimits(maximumMessages: 500, maximumBytes: 65536, dropPolicy: .newest))
+    }
+
+    @Test func zeroLossDeliveryIsOnWithTrueOrItsBounds() throws {
+        func zeroLoss(_ value: String) throws -> ZeroLossOptions? {
+            let json = #"{"communication": {"brokerUrl": "mqtt://h", "zeroLoss": "# + value + "}}"
+            return try Configuration.parse(Array(json.utf8), source: "m.json").communication.zeroLoss
+        }
+        #expect(try zeroLoss("true") == ZeroLossOptions(maximumValues: 10_000, maximumBytes: 1 << 20, dropPolicy: .oldest))
+        #expect(try zeroLoss("false") == nil)
+        #expect(try zeroLoss(#"{"maxValues": 50, "maxBytes": 4096, "drop": "newest"}"#) == ZeroLossOptions(maximumValues: 50, maximumBytes: 4096, dropPolicy: .newest))
     }
 
     @Test func metricsListenOnLoopbackUnlessAHostIsGiven() throws {
@@ -88,6 +106,16 @@ import Testing
         (#"{"communication": {"brokerUrl": "mqtt://h", "keepAlive": 1}}"#, "m.json: $.communication.keepAlive: 1 is out of range 5...65535"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 100}}"#,
          "m.json: $.communication.maxInboundPayload: 100 is out of range 1024...268435455"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"drop": "random"}}}"#,
+         #"m.json: $.communication.offlineQueue.drop: "random" is neither "oldest" nor "newest""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "offlineQueue": {"maxMessages": 0}}}"#,
+         "m.json: $.communication.offlineQueue.maxMessages: 0 is out of range"),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "zeroLoss": {"drop": "all"}}}"#,
+         #"m.json: $.communication.zeroLoss.drop: "all" is neither "oldest" nor "newest""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "zeroLoss": {"maxValue": 5}}}"#,
+         #"m.json: $.communication.zeroLoss.maxValue: unknown member "maxValue""#),
+        (#"{"communication": {"brokerUrl": "mqtt://h", "zeroLoss": "yes"}}"#,
+         "m.json: $.communication.zeroLoss: expected an object, found string"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": 65536}, "sharedObjects": {"s": {}}}"#,
          "m.json: $.sharedObjects.s: its advertisements reach 151552 bytes"),
         (#"{"communication": {"brokerUrl": "mqtt://h", "maxInboundPayload": "256k"}}"#,

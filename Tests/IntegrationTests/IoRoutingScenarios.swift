@@ -472,6 +472,13 @@ struct IoRoutingScenarios {
         #expect(debouncedValues.elements == [12, 15, 17].map { IoValue.json(.number($0)) })
         #expect(sources.droppedValues(of: sampled) == 1)
         #expect(sources.droppedValues(of: debounced) == 1)
+        // Every value is accounted for: delivered, replaced by a newer one (1, 2, and 5 at the rate change; 11, 13, 14
+        // and 16), or dropped without an association (7 and 8; 18 and 19).
+        let manager = sourceAgent.communicationManager
+        #expect(manager.droppedValues(of: sampled.objectId, .superseded) == 3)
+        #expect(manager.droppedValues(of: sampled.objectId, .noAssociation) == 2)
+        #expect(manager.droppedValues(of: debounced.objectId, .superseded) == 4)
+        #expect(manager.droppedValues(of: debounced.objectId, .noAssociation) == 2)
         for container in [routerAgent, sourceAgent, actorAgent] { await container.shutdown() }
     }
 

@@ -122,6 +122,11 @@ public final class TestBroker: Sendable {
     /// Kills the broker (SIGKILL) and waits until it has exited.
     public func kill() async throws { try await end(signal: SIGKILL) }
 
+    /// Sends `signal` to the running broker and returns (SIGSTOP freezes it: its connections stay open, unread).
+    public func send(_ signal: Int32) {
+        running.withLock { $0?.signal(signal) }
+    }
+
     private func end(signal: Int32) async throws {
         guard let process = running.withLock({ $0.take() }) else { return }
         process.signal(signal)

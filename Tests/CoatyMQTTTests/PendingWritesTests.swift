@@ -1,0 +1,27 @@
+import Testing
+
+@testable import CoatyMQTT
+
+/// The record of QoS 0 publications not yet written, as `MosquittoTransport` keeps it without holding its lock
+/// across calls into libmosquitto: a write may be reported before its publication is noted.
+@Suite struct PendingWritesTests {
+    func message(_ number: Int) -> MQTTMessage { MQTTMessage(topic: "v\(number)", payload: []) }
+
+    @Test func aWriteReportedBeforeItsNoteIsNotToldAsUnwritten() {
+        var pending = PendingWrites()
+        pending.written(7)
+        pending.append(7, message(7))
+        pending.append(8, message(8))
+        #expect(pending.removeAll() == [message(8)])
+        #expect(pending.removeAll().isEmpty)
+    }
+
+    /// The network thread writes in the order libmosquitto queued; the unwritten are told in the order published,
+    /// also across a wrap of the message ids.
+    @Test func theUnwrittenAreToldInTheOrderPublished() {
+        var pending = PendingWrites()
+        for (id, number) in [(65534, 1), (65535, 2), (1, 3), (2, 4)] { pending.append(Int32(id), message(number)) }
+        pending.written(65535)
+        #expect(pending.removeAll() == [message(1), message(3), message(4)])
+    }
+}

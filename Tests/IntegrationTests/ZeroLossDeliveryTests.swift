@@ -1,0 +1,126 @@
+import CoatyCommunication
+import CoatyJSON
+import CoatyMQTT
+import CoatyModel
+import CoatyTestSupport
+import MQTTTestSupport
+import Testing
+
+/// Zero-loss delivery between two agents that opt in, through a real mosquitto that is killed and stopped while
+/// values flow.
+@Suite struct ZeroLossDeliveryTests {
+    let source = IoSource(name: "temperature", valueType: "t")
+    let actor = IoActor(name: "display", valueType: "t")
+    let plainActor = IoActor(name: "plain display", valueType: "t")
+
+    /// A source agent and an actor agent with zero-loss delivery, an actor agent without (as a Coaty JS actor would
+    /// be), all reconnecting within 200 ms, and a plain manager that associates both actors with the source.
+    private func associatedAgents(
+        _ broker: TestBroker, log: LogLines, zeroLoss: ZeroLossOptions
+    ) async throws -> (sources: CommunicationManager, actors: CommunicationManager, others: [CommunicationManager]) {
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let reconnect = MQTTReconnectPolicy(minimumDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
+        let sources = CommunicationManager(
+            identity: Identity(name: "sources"),
+            options: CommunicationOptions(port: broker.port, reconnect: reconnect, zeroLoss: zeroLoss),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [source])], logger: log.logger(),
+            makeTransport: scenarios.makeTransport)
+        let actors = CommunicationManager(
+            identity: Identity(name: "actors"),
+            options: CommunicationOptions(port: broker.port, reconnect: reconnect, zeroLoss: ZeroLossOptions()),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [actor])], makeTransport: scenarios.makeTransport)
+        let plainActors = CommunicationManager(
+            identity: Identity(name: "plain actors"), options: CommunicationOptions(port: broker.port, reconnect: reconnect),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [plainActor])], makeTransport: scenarios.makeTransport)
+        let router = scenarios.agent("router")
+        try await scenarios.online(sources, actors, plainActors, router)
+        let route = CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId)
+        for actorId in [actor.objectId, plainActor.objectId] {
+            try await router.publishAssociate(AssociateEvent(
+                ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: actorId, associatingRoute: route, updateRate: nil))
+        }
+        try await poll {
+            sources.ioState(of: source.objectId).hasAssociations && actors.ioState(of: actor.objectId).hasAssociations
+                && plainActors.ioState(of: plainActor.objectId).hasAssociations
+        }
+        // The actor agent answered the association: the source keeps values for it.
+        try await poll(within: .seconds(20)) { sources.zeroLossBacklog(of: source.objectId).actorAgents == 1 }
+        try await brokerSync(plainActors)
+        return (sources, actors, [plainActors, router])
+    }
+
+    private func number(_ value: IoValue) -> Int? {
+        guard case .json(.number(let number)) = value else { return nil }
+        return Int(number)
+    }
+
+    @Test func brokerRestartsDuringTrafficLoseNothing() async throws {
+        let broker = try await TestBroker.started()
+        let log = LogLines()
+        let (sources, actors, others) = try await associatedAgents(broker, log: log, zeroLoss: ZeroLossOptions())
+        let values = Recorder(try actors.observeIoValue(of: actor))
+        let plainValues = Recorder(try others[0].observeIoValue(of: plainActor))
+        let count = 400
+        let producer = Task {
+            for value in 1...count {
+                _ = try? sources.publishIoValue(.json(.number(Double(value))), of: source)
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await values.wait(count: 20, within: .seconds(30))
+        try await broker.kill()
+        try await Task.sleep(for: .milliseconds(500))
+        try await broker.start()
+        let afterFirst = values.elements.count
+        try await values.wait(count: afterFirst + 20, within: .seconds(30))
+        try await broker.stop()
+        try await Task.sleep(for: .milliseconds(500))
+        try await broker.start()
+        await producer.value
+
+        try await values.wait(within: .seconds(60)) { $0.count >= count }
+        // Duplicates would come after the last value: give them the time of a few acknowledgements.
+        try await Task.sleep(for: .seconds(2))
+        #expect(values.elements.map(number) == (1...count).map { Optional($0) })
+        #expect(sources.droppedValues(.zeroLossBufferFull) == 0)
+        // The actor without zero-loss delivery got the plain values (some lost in the outages), never a frame.
+        let plain = plainValues.elements.map(number)
+        #expect(!plain.isEmpty && plain.allSatisfy { $0 != nil })
+        #expect(plain.compactMap { $0 } == plain.compactMap { $0 }.sorted())
+        try await poll(within: .seconds(10)) { sources.zeroLossBacklog(of: source.objectId).values == 0 }
+
+        for agent in [sources, actors] + others { await agent.stop() }
+        try await broker.stop()
+    }
+
+    /// A bounded buffer: while the broker is away the oldest values give way, counted and logged; the newest arrive
+    /// after it, in order and once (their plain copies, flushed from the offline queue, are not delivered again).
+    @Test func theBufferBoundDropsTheOldestAndCountsThem() async throws {
+        let broker = try await TestBroker.started()
+        let log = LogLines()
+        let (sources, actors, others) = try await associatedAgents(
+            broker, log: log, zeroLoss: ZeroLossOptions(maximumValues: 20, maximumBytes: 1 << 20))
+        let values = Recorder(try actors.observeIoValue(of: actor))
+        #expect(try sources.publishIoValue(.json(1), of: source))
+        try await values.wait(count: 1, within: .seconds(20))
+        try await poll(within: .seconds(20)) { sources.zeroLossBacklog(of: source.objectId).values == 0 }
+
+        try await broker.stop()
+        try await poll { sources.communicationState != .online && actors.communicationState != .online }
+        for value in 2...51 {
+            #expect(try sources.publishIoValue(.json(.number(Double(value))), of: source))
+        }
+        #expect(sources.droppedValues(of: source.objectId, .zeroLossBufferFull) == 30)
+        #expect(sources.zeroLossBacklog(of: source.objectId).values == 20)
+        #expect(log.contains("its zero-loss buffer is full (20 values or 1048576 bytes not acknowledged by actor agents); the oldest give way"))
+
+        try await broker.start()
+        try await values.wait(within: .seconds(30)) { $0.contains(.json(51)) }
+        try await Task.sleep(for: .seconds(2))
+        #expect(values.elements.map(number) == ([1] + Array(32...51)).map { Optional($0) })
+        #expect(sources.droppedValues(of: source.objectId, .zeroLossBufferFull) == 30)
+
+        for agent in [sources, actors] + others { await agent.stop() }
+        try await broker.stop()
+    }
+}

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Values across broker outages, with real agents (release build) and a private mosquitto, for a person to run: a
+# source agent (5 sysfs thermal zones polled at 10 Hz), a router agent and an actor agent (console). The script
+# writes a counter into each zone's temp file every 10 ms (zone z reads z*30 + counter/1000 degrees) and the source
+# publishes only changed readings (a deadband filter), so every value published is distinct and rises per zone.
+# Per configuration (the default, then zero-loss delivery on every agent): 20 outages by SIGKILL and 10 by SIGTERM of
+# DOWN seconds each, then one SIGKILL outage of LONG seconds; then the writer stops and the values settle. Prints
+# published (the source's coaty_edge_values_routed_total over the run, which includes the source's re-sends of its
+# latest value on each new Associate), received, lost (publications never received), duplicated (a value received
+# again, other than such a re-send right after the value itself), out of order (below an earlier value of its zone),
+# and the resume time (broker accepting TCP connections again to the next value at the actor: median and worst).
+#
+# Usage: Tests/Tools/measure-outage.sh [--short] [--only default|zero-loss] [--kills N] [--terms N] [--down SECONDS]
+#                                      [--long SECONDS]
+#   --short  3 SIGKILL and 2 SIGTERM outages, and a long one of 10 s (about 2 minutes in all)
+#   full run (default): 20 SIGKILL, 10 SIGTERM of 2 s, one of 120 s: about 10 minutes
+# Needs mosquitto and python3.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+kills=20 terms=10 down=2 long=120 only=""
+while (($#)); do
+    case $1 in
+        --short) kills=3 terms=2 long=10; shift ;;
+        --kills) kills=$2; shift 2 ;;
+        --terms) terms=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --down) down=$2; shift 2 ;;
+        --long) long=$2; shift 2 ;;
+        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+# shellcheck disable=SC2034  # read by the sourced file
+name=outage
+# shellcheck source=Tests/Tools/measurement-broker.sh
+source "$repo/Tests/Tools/measurement-broker.sh"
+# $bin, $work, $port and $pids come from the sourced file.
+# shellcheck disable=SC2154
+{
+    # The measurement runs its own broker on $port, to kill and restart it.
+    kill -KILL "${pids[0]}"
+    wait "${pids[0]}" 2>/dev/null || true
+    pids=()
+}
+
+root_flag=""
+((EUID == 0)) && "$bin" run --help 2>&1 | grep -q -- --allow-root && root_flag=--allow-root
+metrics_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+write_configs() { # $1: extra members of "communication"
+    local communication="\"brokerUrl\": \"mqtt://127.0.0.1:$port\"$1" sources="" sensors="" zone id
+    for zone in 0 1 2 3 4; do
+        mkdir -p "$work/sys/class/thermal/thermal_zone$zone"
+        printf '%06d\n' $((zone * 30000)) >"$work/sys/class/thermal/thermal_zone$zone/temp"
+        id=5a1c0000-0000-4000-8000-00000000001$zone
+        sources+="${sources:+, }{\"objectId\": \"$id\", \"name\": \"zone $zone\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"}"
+        sensors+="${sensors:+, }{\"driver\": \"thermal\", \"zone\": $zone, \"pollInterval\": \"100ms\","
+        sensors+=" \"sources\": {\"temperature\": {\"ioSource\": \"$id\", \"filters\": [{\"deadband\": 0.0005}]}}}"
+    done
+    cat >"$work/source.json" <<JSON
+{
+  "common": {"agentIdentity": {"name": "source"}, "ioContextNodes": {"Outage": {"ioSources": [$sources]}}},
+  "communication": {$communication},
+  "devices": {"sysfsRoot": "$work/sys", "sensors": [$sensors]},
+  "logging": {"level": "info"}
+}
+JSON
+    cat >"$work/router.json" <<JSON
+{
+  "common": {"agentIdentity": {"name": "router"}},
+  "communication": {$communication},
+  "controllers": {"router": {"type": "ioRouter", "ioContext": {"name": "Outage", "operatingState": "normal"}}},
+  "logging": {"level": "info"}
+}
+JSON
+    cat >"$work/actor.json" <<JSON
+{
+  "common": {"agentIdentity": {"name": "actor"}, "ioContextNodes": {"Outage": {
+    "ioActors": [{"objectId": "5a1c0000-0000-4000-8000-000000000020", "name": "Display", "valueType": "coaty-edge.Temperature[Celsius]"}]}}},
+  "communication": {$communication},
+  "controllers": {"console": {"type": "console"}},
+  "logging": {"level": "info"}
+}
+JSON
+}
+
+measure() { # $1: label, $2: extra members of "communication"
+    write_configs "$2"
+    echo "== $1: $kills SIGKILL and $terms SIGTERM outages of $down s, one SIGKILL outage of $long s; $(nproc) CPUs"
+    python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" <<'PY'
+import collections, os, re, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
+
+bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag = sys.argv[1:]
+port, metrics_port, kills, terms = int(port), int(metrics_port), int(kills), int(terms)
+down, long_outage = float(down), float(long_outage)
+flags = [root_flag] if root_flag else []
+broker = None
+
+def start_broker():
+    global broker
+    broker = subprocess.Popen(["mosquitto", "-c", f"{work}/mosquitto.conf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while True:  # until the listener takes a TCP connection
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return time.monotonic()
+        except OSError:
+            if broker.poll() is not None:
+                sys.exit("mosquitto exited")
+            time.sleep(0.002)
+
+def stop_broker(sig):
+    broker.send_signal(sig)
+    broker.wait()
+
+# The writer: zone z holds z*30000 + counter millidegrees, renamed into place so that a read never sees half a file.
+writing = threading.Event()
+counters = [0] * 5
+def write_zones():
+    while True:
+        writing.wait()
+        for zone in range(5):
+            counters[zone] += 1
+            path = f"{work}/sys/class/thermal/thermal_zone{zone}/temp"
+            with open(path + ".new", "w") as file:
+                file.write(f"{zone * 30000 + counters[zone]:06d}\n")
+            os.replace(path + ".new", path)
+        time.sleep(0.01)
+threading.Thread(target=write_zones, daemon=True).start()
+
+received = []  # (monotonic time, zone, counter) of each value the actor printed
+lock = threading.Condition()
+pattern = re.compile(r" received (-?[0-9.e+-]+)")
+
+actor_lines = collections.deque(maxlen=10)  # the actor's last lines other than values, for a failure report
+
+def read_actor(stream):
+    for line in stream:
+        match = pattern.search(line)
+        if not match:
+            actor_lines.append(line)
+        if match:
+            millidegrees = round(float(match.group(1)) * 1000)
+            with lock:
+                received.append((time.monotonic(), millidegrees // 30000, millidegrees % 30000))
+                lock.notify_all()
+
+def first_value_after(instant, timeout):
+    deadline = time.monotonic() + timeout
+    with lock:
+        while True:
+            later = [entry[0] for entry in received if entry[0] >= instant]
+            if later:
+                return later[0]
+            if not lock.wait(max(0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                return None
+
+def report_agents(why):
+    print(f"  {why}; the agents' last lines:", flush=True)
+    for name in ["source", "router"]:
+        with open(f"{work}/{name}.log") as log:
+            for line in log.readlines()[-6:]:
+                print(f"    {name}: {line.rstrip()[:200]}")
+    for line in list(actor_lines)[-6:]:
+        print(f"    actor: {line.rstrip()[:200]}")
+
+def routed():
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("coaty_edge_values_routed_total{"))
+
+start_broker()
+agents = {}
+for name in ["router", "actor", "source"]:
+    extra = ["--metrics-port", str(metrics_port)] if name == "source" else []
+    log = subprocess.PIPE if name == "actor" else open(f"{work}/{name}.log", "w")
+    agents[name] = subprocess.Popen([bin, "run", "--config", f"{work}/{name}.json", *flags, *extra],
+                                    stdout=subprocess.DEVNULL, stderr=log, text=True)
+threading.Thread(target=read_actor, args=(agents["actor"].stderr,), daemon=True).start()
+try:
+    writing.set()
+    if first_value_after(0, 30) is None:
+        sys.exit("the actor received no value within 30 s; see the agents' logs")
+    # Quiet: the deadband publishes nothing while the files stand still. Then the counted run starts.
+    writing.clear()
+    time.sleep(3)
+    with lock:
+        received.clear()
+    published_before = routed()
+    writing.set()
+    time.sleep(2)
+
+    resumes = {"SIGKILL": [], "SIGTERM": []}
+    rounds = [("SIGKILL", signal.SIGKILL)] * kills + [("SIGTERM", signal.SIGTERM)] * terms
+    for number, (label, sig) in enumerate(rounds, 1):
+        stop_broker(sig)
+        time.sleep(down)
+        accepted = start_broker()
+        first = first_value_after(accepted, 60)
+        if first is None:
+            report_agents(f"outage {number} ({label}): no value within 60 s")
+            continue
+        resumes[label].append(first - accepted)
+        time.sleep(1.5)
+    long_resume = None
+    if long_outage > 0:
+        stop_broker(signal.SIGKILL)
+        time.sleep(long_outage)
+        accepted = start_broker()
+        first = first_value_after(accepted, 120)
+        long_resume = None if first is None else first - accepted
+        if first is None:
+            report_agents(f"the {long_outage:.0f} s outage: no value within 120 s")
+        time.sleep(2)
+    writing.clear()
+    # Settled once nothing arrived for 5 s (zero-loss delivery resends within a second or two).
+    while True:
+        with lock:
+            last = received[-1][0] if received else 0
+        if time.monotonic() - last > 5:
+            break
+        time.sleep(0.5)
+    published = int(routed() - published_before)
+    with lock:
+        values = [(zone, counter) for _, zone, counter in received]
+    # A value equal to the last one of its zone is the source's re-send of its latest value on a new Associate (a
+    # publication of its own, counted in published); any other value seen before is a duplicate.
+    seen, last, highest = set(), {}, {}
+    repeats = duplicated = out_of_order = 0
+    for zone, counter in values:
+        if last.get(zone) == counter:
+            repeats += 1
+        elif (zone, counter) in seen:
+            duplicated += 1
+        elif counter < highest.get(zone, -1):
+            out_of_order += 1
+        seen.add((zone, counter))
+        last[zone] = counter
+        highest[zone] = max(highest.get(zone, -1), counter)
+    lost = published - (len(values) - duplicated)
+    print(f"  published {published}, received {len(values)} ({repeats} of them latest values re-sent on association), "
+          f"lost {lost} ({100 * lost / max(published, 1):.1f} %), duplicated {duplicated}, out of order {out_of_order}")
+    every = resumes["SIGKILL"] + resumes["SIGTERM"]
+    for label, times in list(resumes.items()) + [("all 2 s", every)]:
+        if times:
+            print(f"  resume after {label}: median {statistics.median(times):.3f} s, worst {max(times):.3f} s "
+                  f"({len(times)} outages)")
+    if long_outage > 0:
+        text = f"{long_resume:.3f} s" if long_resume is not None else "no value within 120 s"
+        print(f"  resume after the {long_outage:.0f} s outage: {text}")
+finally:
+    writing.clear()
+    for agent in agents.values():
+        agent.send_signal(signal.SIGTERM)
+    for agent in agents.values():
+        try:
+            agent.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+    if broker.poll() is None:
+        broker.terminate()
+        broker.wait()
+PY
+}
+
+[[ -z $only || $only == default ]] && measure "default configuration" ""
+[[ -z $only || $only == zero-loss ]] && measure "zero-loss delivery" ', "zeroLoss": true'
