@@ -134,6 +134,9 @@ public final class MQTTTopicsBridge: Controller {
                 logger.error("MQTT topics: gave up connecting after \(attempts) attempts")
             case .reconnecting, .disconnected:
                 break
+            case .unwritten:
+                // States are published again, current, when the connection is back: an old one is not worth sending.
+                break
             }
         }
     }
