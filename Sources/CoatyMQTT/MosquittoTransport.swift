@@ -401,8 +401,11 @@ private final class NetworkSession {
     /// Runs jobs, writes what is queued, reads, and pings, until the connection fails (its error) or a clean stop
     /// is asked for (success).
     ///
-    /// Until the broker accepts the connection, libmosquitto's own `mosquitto_loop` does the reading and writing:
-    /// it also completes a TLS handshake, which the external-loop calls leave to it.
+    /// Until the broker accepts a TLS connection, libmosquitto's own `mosquitto_loop` does the reading and writing:
+    /// libmosquitto 2.0 completes a TLS handshake only there. Everything else goes through the external-loop calls
+    /// and `poll`, because `mosquitto_loop` waits with select(), which refuses a descriptor from 1024 on ("Invalid
+    /// function arguments provided"): a process with many files open (a test process, a fleet simulation) could
+    /// never connect again.
     private func serve() -> Int32 {
         let handle = transport.handle
         // Often enough for libmosquitto to ping before the broker's limit of 1.5 keepalive periods.
@@ -419,8 +422,11 @@ private final class NetworkSession {
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
             let ready = waitForWork(on: socket, until: ContinuousClock.now + keepAliveCheck)
-            if !accepted {
+            if !accepted && options.tls != nil {
                 rc = mosquitto_loop(handle, 0, 1)
+                if rc == MOSQ_ERR_INVAL.rawValue && socket >= FD_SETSIZE {
+                    failure = "the socket's descriptor \(socket) is beyond the \(FD_SETSIZE) that libmosquitto's TLS handshake can wait on (select); the process has too many files open"
+                }
                 continue
             }
             rc = readAndWrite(ready)
