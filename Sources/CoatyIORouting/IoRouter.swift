@@ -385,9 +385,10 @@ public final class IoRouter: Controller {
         /// Coaty's Act step once the evaluation is done: the Associates of what changed, then the Completes of the
         /// context Updates that caused them.
         private mutating func publishChanges() async {
-            let (changes, problems) = router.shared.withLock { shared in
-                (shared.evaluation.resolve(), shared.evaluation.takeProblems())
-            }
+            // New rules (set from another task) may have marked pairs since the loop looked: then those come first.
+            guard let (changes, problems) = router.shared.withLock({ shared in
+                shared.evaluation.hasPendingWork ? nil : (shared.evaluation.resolve(), shared.evaluation.takeProblems())
+            }) else { return }
             for problem in problems.problems {
                 logger.warning("routing rule failed, counted as false: \(problem)")
             }
