@@ -16,9 +16,11 @@ the others for "emergency" (as the node's characteristics say). The rule (as the
 associates a source with the actors of its value type responsible for the context's operating state. 10,000 points
 are 1,000 nodes, 20,000 compatible pairs and 10,000 associations in either state.
 
-Times come from one mosquitto_sub on coaty/3/# with the broker's delivery timestamps: from the last advertisement
-(or the context Update) it sees to the Associate after which the router's associations are exactly the expected
-ones. Memory is the router's VmRSS after each step and its peak (VmHWM), from /proc.
+Times come from one mosquitto_sub on coaty/3/# with its receive timestamps: from the last advertisement (or the
+context Update) it sees to the Associate after which the router's associations are exactly the expected ones; for
+`rules show` (started when the flood is published), from its Call to the router's Return. (CPU) is the router's
+user and system time for the step, which a loaded machine does not stretch as it stretches the times. Memory is
+the router's VmRSS after the step and its peak (VmHWM), from /proc.
 """
 import argparse
 import json
@@ -109,6 +111,16 @@ def memory(pid):
     return figures
 
 
+def cpu_seconds(pid):
+    """User and system time of the process so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return None
+
+
 class Wire:
     """mosquitto_sub on coaty/3/#: the broker's timestamps of the last advertisement and Update, and the router's
     associations as its Associates leave them."""
@@ -123,6 +135,9 @@ class Wire:
         self.last_advertise = None
         self.last_update = None
         self.context_advertised = False
+        # The broker's times of the last Call and of the first Return after it: `rules show` as the router sees it.
+        self.last_call = None
+        self.first_return = None
         # (time, association count) after each Associate.
         self.target = None
         self.reached = None
@@ -138,6 +153,11 @@ class Wire:
                     self.last_advertise = float(stamp)
                 elif level.startswith("ADV:IoContext"):
                     self.context_advertised = True
+                elif level.startswith("CLL:"):
+                    self.last_call = float(stamp)
+                    self.first_return = None
+                elif level == "RTN" and self.first_return is None:
+                    self.first_return = float(stamp)
                 elif level.startswith("UPD:IoContext"):
                     self.last_update = float(stamp)
                 elif level.startswith("ASC:"):
@@ -225,14 +245,17 @@ def measure(executable, points, timeout, scratch):
             for node in nodes:
                 file.write(json.dumps({"object": node}, separators=(",", ":")) + "\n")
         wire.expect(expected["normal"])
+        cpu = cpu_seconds(router.pid)
         with open(os.path.join(directory, "nodes.txt")) as lines:
             subprocess.run(["mosquitto_pub", "-p", str(port), "-t", "coaty/3/-/ADV:IoNode/bench", "-l"], stdin=lines,
                            check=True)
-        # `rules show` right after the flood, while the router works.
-        started = time.monotonic()
-        show = subprocess.run([executable, "rules", "show", "--broker", "mqtt://127.0.0.1:%d" % port, "--json"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
-        result["rulesShow"] = time.monotonic() - started if show.returncode == 0 else None
+        # `rules show` right after the flood, while the router works: from its Call to the router's Return.
+        subprocess.run([executable, "rules", "show", "--broker", "mqtt://127.0.0.1:%d" % port, "--timeout", "1"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        if not wire.wait(lambda: wire.first_return is not None, timeout):
+            result["rulesShow"] = None
+        else:
+            result["rulesShow"] = wire.first_return - wire.last_call
         if wire.settled(timeout):
             result["associate"] = wire.reached - wire.last_advertise
         else:
@@ -241,18 +264,21 @@ def measure(executable, points, timeout, scratch):
                 result["associatedAtTimeout"] = len(wire.associations & expected["normal"])
             return result
         result["associatesSent"] = wire.associates
+        result["associateCPU"] = cpu_seconds(router.pid) - cpu
         figures = memory(router.pid)
         result["associatedRSS"] = figures.get("VmRSS")
 
         wire.expect(expected["emergency"])
         with wire.lock:
             before = wire.associates
+        cpu = cpu_seconds(router.pid)
         subprocess.run([executable, "context", "set", "--broker", "mqtt://127.0.0.1:%d" % port, "--context", CONTEXT,
                         "operatingState", '"emergency"'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=timeout)
         if wire.settled(timeout):
             result["switch"] = wire.reached - wire.last_update
             result["switchAssociates"] = wire.associates - before
+            result["switchCPU"] = cpu_seconds(router.pid) - cpu
         else:
             result["switch"] = None
         figures = memory(router.pid)
@@ -298,9 +324,9 @@ def main():
         if not os.access(path, os.X_OK):
             sys.exit("router-scale: %s is not an executable" % path)
     scratch = tempfile.mkdtemp(prefix="router-scale-")
-    header = "%-9s %6s %6s %6s  %10s %10s %10s %10s %9s %10s %10s" % (
-        "router", "points", "nodes", "pairs", "associate", "switch", "rules show", "SIGTERM", "Associates",
-        "RSS", "peak RSS")
+    header = "%-9s %6s %6s %6s  %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
+        "router", "points", "nodes", "pairs", "associate", "(CPU)", "switch", "(CPU)", "rules show", "SIGTERM",
+        "Associates", "RSS", "peak RSS")
     if not arguments.json:
         print(header)
     try:
@@ -314,8 +340,9 @@ def main():
                 associate = seconds(result.get("associate"))
                 if result.get("associate") is None and "associatedAtTimeout" in result:
                     associate = ">%ds (%d)" % (arguments.timeout, result["associatedAtTimeout"])
-                print("%-9s %6d %6d %6d  %10s %10s %10s %10s %9s %10s %10s" % (
-                    name, points, result["nodes"], result["associations"], associate, seconds(result.get("switch")),
+                print("%-9s %6d %6d %6d  %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
+                    name, points, result["nodes"], result["associations"], associate,
+                    seconds(result.get("associateCPU")), seconds(result.get("switch")), seconds(result.get("switchCPU")),
                     seconds(result.get("rulesShow")), seconds(result.get("stop")),
                     result.get("switchAssociates", result.get("associatesSent", "-")),
                     mebibytes(result.get("switchedRSS", result.get("associatedRSS"))),
