@@ -109,7 +109,7 @@ public final class IoRouter: Controller {
             ioContext.parentObjectId = manager.identity.objectId
             shared.evaluation = IoRouterEvaluation(
                 context: ioContext, rules: shared.evaluation.rules, sharedData: shared.evaluation.sharedData,
-                namespace: manager.options.namespace)
+                namespace: manager.options.namespace, maximumMatches: shared.evaluation.maximumMatches)
             shared.triggers = input
             return ioContext.name
         }
@@ -244,6 +244,8 @@ public final class IoRouter: Controller {
         var census: (before: Set<String>, alive: Set<String>)?
         /// Accepted context Updates, completed once the Associates of their change are out.
         var pendingCompletions: [(request: UpdateRequest, context: IoContext)] = []
+        /// Matched pairs refused for the evaluation's `maximumMatches` that were counted and logged.
+        var pairsRefused = 0
 
         init(manager: CommunicationManager, logger: Logger, router: IoRouter, refusals: RetentionRefusals) {
             self.manager = manager
@@ -386,9 +388,16 @@ public final class IoRouter: Controller {
         /// context Updates that caused them.
         private mutating func publishChanges() async {
             // New rules (set from another task) may have marked pairs since the loop looked: then those come first.
-            guard let (changes, problems) = router.shared.withLock({ shared in
-                shared.evaluation.hasPendingWork ? nil : (shared.evaluation.resolve(), shared.evaluation.takeProblems())
+            guard let (changes, problems, statistics, maximum) = router.shared.withLock({ shared in
+                shared.evaluation.hasPendingWork
+                    ? nil
+                    : (shared.evaluation.resolve(), shared.evaluation.takeProblems(), shared.evaluation.statistics,
+                        shared.evaluation.maximumMatches)
             }) else { return }
+            for _ in pairsRefused..<max(pairsRefused, statistics.pairsRefused) {
+                refusals.refuse { "a matched pair: \(maximum) pairs are matched" }
+            }
+            pairsRefused = max(pairsRefused, statistics.pairsRefused)
             for problem in problems.problems {
                 logger.warning("routing rule failed, counted as false: \(problem)")
             }

@@ -82,7 +82,17 @@ public struct IoRouterEvaluation: Sendable {
         public var pairsEvaluated = 0
         /// Conditions that failed to evaluate (each counted as false).
         public var conditionsFailed = 0
+        /// Pairs a rule matched that were not kept, since `maximumMatches` pairs were matched already.
+        public var pairsRefused = 0
     }
+
+    /// The default `maximumMatches`: room for a fleet of 10,000 IO points, each source routed to three actors.
+    public static let defaultMaximumMatches = 32_768
+
+    /// How many matched pairs (and so associations) the evaluation keeps: nodes that pair every source with every
+    /// actor would otherwise grow memory with the square of the points. Past it a matched pair is left unassociated
+    /// and counted in `statistics.pairsRefused`.
+    public let maximumMatches: Int
 
     public private(set) var context: IoContext
     public private(set) var rules: any IoRoutingRules
@@ -124,8 +134,14 @@ public struct IoRouterEvaluation: Sendable {
     private var nextSequence = 0
     private var sourceRoutes: [String: String] = [:]
 
-    /// - Parameter namespace: the router's namespace, for the routes it makes for sources without an external route.
-    public init(context: IoContext, rules: any IoRoutingRules, sharedData: JSONObject = [:], namespace: String) {
+    /// - Parameters:
+    ///   - namespace: the router's namespace, for the routes it makes for sources without an external route.
+    ///   - maximumMatches: how many matched pairs it keeps (see `maximumMatches`).
+    public init(
+        context: IoContext, rules: any IoRoutingRules, sharedData: JSONObject = [:], namespace: String,
+        maximumMatches: Int = IoRouterEvaluation.defaultMaximumMatches
+    ) {
+        self.maximumMatches = maximumMatches
         self.context = context
         self.rules = rules
         self.sharedData = sharedData
@@ -373,6 +389,10 @@ public struct IoRouterEvaluation: Sendable {
         }
         guard let rule = result.rule else {
             removeMatch(key)
+            return
+        }
+        guard matches[key] != nil || matches.count < maximumMatches else {
+            statistics.pairsRefused += 1
             return
         }
         matches[key] = Match(

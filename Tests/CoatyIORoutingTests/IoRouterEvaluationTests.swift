@@ -275,4 +275,31 @@ import Testing
         #expect(changes.count { $0.route != nil } == 901)
         #expect(evaluation.associations.allSatisfy { $0.actorId.hasPrefix("actor-emergency") })
     }
+
+    /// Nodes that pair every source with every actor cannot grow the matched pairs past the bound: the pairs past
+    /// it stay unassociated and are counted; a gone pair makes room for the next one evaluated.
+    @Test func matchedPairsAreBounded() {
+        var evaluation = IoRouterEvaluation(
+            context: IoContext(objectId: "context", name: "ctx"), rules: IoAssociationRules.all, namespace: "-", maximumMatches: 5)
+        let actor = IoNode(
+            contextName: "ctx", objectId: "actors", parentObjectId: "agent", ioSources: [],
+            ioActors: [IoActor(objectId: "actor", name: "actor", valueType: "t")])
+        evaluation.manage(actor)
+        for index in 0..<8 {
+            evaluation.manage(IoNode(
+                contextName: "ctx", objectId: "node-\(index)", parentObjectId: "agent",
+                ioSources: [IoSource(objectId: "source-\(index)", name: "source \(index)", valueType: "t")], ioActors: []))
+        }
+        evaluation.evaluate()
+        #expect(evaluation.resolve().count == 5)
+        #expect(evaluation.statistics.pairsRefused == 3)
+        evaluation.unmanage(["node-0"])
+        evaluation.manage(IoNode(
+            contextName: "ctx", objectId: "node-8", parentObjectId: "agent",
+            ioSources: [IoSource(objectId: "source-8", name: "source 8", valueType: "t")], ioActors: []))
+        evaluation.evaluate()
+        let changes = evaluation.resolve()
+        #expect(changes.map(\.route) == [nil, "coaty/3/-/IOV/source-8"])
+        #expect(evaluation.associationCount == 5)
+    }
 }
