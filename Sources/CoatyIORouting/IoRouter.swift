@@ -286,10 +286,11 @@ public final class IoRouter: Controller {
             switch trigger {
             case .managed(let node):
                 census?.alive.insert(node.objectId)
-                if node.ioSources.isEmpty && node.ioActors.isEmpty {
+                let (sources, actors) = (node.ioSources, node.ioActors)
+                if sources.isEmpty && actors.isEmpty {
                     unmanage([node.objectId])
                 } else {
-                    manage(node)
+                    manage(node, sources: sources, actors: actors)
                 }
             case .deadvertised(let objectIds):
                 unmanage(objectIds)
@@ -327,7 +328,7 @@ public final class IoRouter: Controller {
         }
 
         /// Manages a new node or the new version of a managed one, unless that is past the router's `nodeLimit`.
-        private mutating func manage(_ node: IoNode) {
+        private mutating func manage(_ node: IoNode, sources: [IoSource], actors: [IoActor]) {
             let size = node.object.jsonValue.serializedBytes().count
             let previous = nodeSizes[node.objectId]
             let count = nodeSizes.count
@@ -341,7 +342,7 @@ public final class IoRouter: Controller {
             }
             nodeSizes[node.objectId] = size
             nodeBytes += size - (previous ?? 0)
-            router.shared.withLock { $0.evaluation.manage(node) }
+            router.shared.withLock { $0.evaluation.manage(node, sources: sources, actors: actors) }
         }
 
         private var nodeLimit: RetentionLimit { router.nodeLimit }

@@ -161,8 +161,13 @@ public struct IoRouterEvaluation: Sendable {
 
     /// Manages a new node, or the new version of a managed one (which keeps its place): its pairs are marked.
     public mutating func manage(_ node: IoNode) {
+        manage(node, sources: node.ioSources, actors: node.ioActors)
+    }
+
+    /// `manage(_:)` with the node's sources and actors decoded already (`IoNode.ioSources`, `IoNode.ioActors`), so
+    /// that a router that looked at them decodes the node only once.
+    public mutating func manage(_ node: IoNode, sources: [IoSource], actors: [IoActor]) {
         let order: Int
-        let sources = node.ioSources
         if let previous = nodes[node.objectId] {
             order = previous.order
             removeOccurrences(of: previous)
@@ -174,7 +179,7 @@ public struct IoRouterEvaluation: Sendable {
             order = nextNodeOrder
             nextNodeOrder += 1
         }
-        let managed = ManagedNode(node: node, order: order, sources: sources, actors: node.ioActors)
+        let managed = ManagedNode(node: node, order: order, sources: sources, actors: actors)
         nodes[node.objectId] = managed
         for (index, source) in managed.sources.enumerated() {
             let occurrence = Occurrence(
