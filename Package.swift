@@ -133,7 +133,7 @@ let package = Package(
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
         .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel", "CoatyTestSupport"]),
-        .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport"]),
+        .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "JsonLogic", "RoutingRules"]),
         .testTarget(name: "CoatyHomeAssistantTests", dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),

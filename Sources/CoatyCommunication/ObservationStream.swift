@@ -73,6 +73,13 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? {
             await consumer.queue.next(isolation: actor)
         }
+
+        /// The next element if one is buffered, without suspending; nil when none is (or the sequence ended). For a
+        /// consumer that works between elements and takes what arrived meanwhile before it goes on.
+        @inlinable
+        public mutating func nextIfBuffered() -> Element? {
+            consumer.queue.takeBuffered()
+        }
     }
 
     /// The producer's side. Copies feed the same stream.
@@ -205,6 +212,11 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
                 },
                 onCancel: { terminate() },
                 isolation: actor)
+        }
+
+        @inlinable
+        func takeBuffered() -> Element? {
+            state.withLock { state in state.phase == .terminated ? nil : state.take() }
         }
 
         @usableFromInline

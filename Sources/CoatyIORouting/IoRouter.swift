@@ -38,8 +38,6 @@ public final class IoRouter: Controller {
         case managed(IoNode)
         case deadvertised([String])
         case update(UpdateRequest)
-        case discover(DiscoverRequest)
-        case associationsCall(CallRequest)
         case rules(any IoRoutingRules)
         /// The data of a shared object the rules read; nil once it was deleted.
         case sharedData(name: String, data: JSONObject?)
@@ -47,27 +45,30 @@ public final class IoRouter: Controller {
         /// before the census ends; an agent that reconnects after the router misses its Discover but advertises.
         case censusStarted
         case censusEnded
-        case stop(CheckedContinuation<Void, Never>)
+        /// `onStopping` waits in `Shared.stopWaiters`.
+        case stop
     }
 
     fileprivate struct Shared {
-        var context: IoContext
-        var rules: any IoRoutingRules
-        /// The data of the shared objects the rules read, by name.
-        var sharedData: JSONObject = [:]
-        var associations: [IoAssociation] = []
-        var managedNodeIds: [String] = []
+        /// The nodes, rules, context and associations; the evaluation loop changes it in bounded slices, so that
+        /// readers (`rules show`, Discover, the getters) wait at most one slice.
+        var evaluation: IoRouterEvaluation
         /// New nodes (or versions of nodes) refused for the `nodeLimit`.
         var refusedNodeCount = 0
-        var triggers: AsyncStream<Trigger>.Continuation?
+        var triggers: ObservationStream<Trigger>.Continuation?
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     fileprivate let shared: Mutex<Shared>
     private let censusTimeout: Duration
     private let nodeLimit: RetentionLimit
 
-    /// The default `nodeLimit`: 256 IO nodes of 16 MiB in all.
-    public static let defaultNodeLimit = RetentionLimit(maximumCount: 256, maximumBytes: 16 * 1024 * 1024)
+    /// The default `nodeLimit`: 4096 IO nodes of 16 MiB in all, room for a fleet of 1,000 agents with 10,000 IO
+    /// points in one context (about 3 MiB of nodes), four times over.
+    public static let defaultNodeLimit = RetentionLimit(maximumCount: 4096, maximumBytes: 16 * 1024 * 1024)
+
+    /// How long the evaluation works before it looks at new events again.
+    static let evaluationSlice = Duration.milliseconds(10)
 
     /// - Parameters:
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
@@ -80,21 +81,21 @@ public final class IoRouter: Controller {
         context: IoContext, rules: any IoRoutingRules = IoAssociationRules.all, censusTimeout: Duration = .seconds(3),
         nodeLimit: RetentionLimit = IoRouter.defaultNodeLimit
     ) {
-        shared = Mutex(Shared(context: context, rules: rules))
+        shared = Mutex(Shared(evaluation: IoRouterEvaluation(context: context, rules: rules, namespace: "")))
         self.censusTimeout = censusTimeout
         self.nodeLimit = nodeLimit
     }
 
-    public var context: IoContext { shared.withLock { $0.context } }
-    public var associations: [IoAssociation] { shared.withLock { $0.associations } }
-    public var managedNodeIds: [String] { shared.withLock { $0.managedNodeIds } }
+    public var context: IoContext { shared.withLock { $0.evaluation.context } }
+    public var associations: [IoAssociation] { shared.withLock { $0.evaluation.associations } }
+    public var managedNodeIds: [String] { shared.withLock { $0.evaluation.managedNodeIds } }
     /// How many node advertisements the router refused because of its `nodeLimit`.
     public var refusedNodeCount: Int { shared.withLock { $0.refusedNodeCount } }
 
     /// Replaces the rules and re-evaluates; associations that do not change cause no traffic.
     public func setRules(_ rules: any IoRoutingRules) {
         let triggers = shared.withLock { shared in
-            shared.rules = rules
+            shared.evaluation.setRules(rules)
             return shared.triggers
         }
         triggers?.yield(.rules(rules))
@@ -102,12 +103,16 @@ public final class IoRouter: Controller {
 
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
-        let (triggers, input) = AsyncStream.makeStream(of: Trigger.self)
-        shared.withLock { shared in
-            shared.context.parentObjectId = manager.identity.objectId
+        let (triggers, input) = ObservationStream.makeStream(of: Trigger.self)
+        let contextName = shared.withLock { shared in
+            var ioContext = shared.evaluation.context
+            ioContext.parentObjectId = manager.identity.objectId
+            shared.evaluation = IoRouterEvaluation(
+                context: ioContext, rules: shared.evaluation.rules, sharedData: shared.evaluation.sharedData,
+                namespace: manager.options.namespace, maximumMatches: shared.evaluation.maximumMatches)
             shared.triggers = input
+            return ioContext.name
         }
-        let contextName = self.context.name
         let logger = context.logger
 
         await withDiscardingTaskGroup { group in
@@ -128,12 +133,13 @@ public final class IoRouter: Controller {
             group.addTask {
                 for await update in updates { input.yield(.update(update)) }
             }
+            // Discovers and `rules show` are answered from what the router has decided so far, whatever it is busy with.
             group.addTask {
-                for await discover in discovers { input.yield(.discover(discover)) }
+                for await discover in discovers { await self.answer(discover) }
             }
             if let associationCalls {
                 group.addTask {
-                    for await call in associationCalls { input.yield(.associationsCall(call)) }
+                    for await call in associationCalls { await self.answer(call, router: manager.identity.name) }
                 }
             }
             group.addTask {
@@ -148,7 +154,7 @@ public final class IoRouter: Controller {
                 }
             }
             var evaluation = Evaluation(
-                manager: manager, logger: logger, contextName: contextName, router: self,
+                manager: manager, logger: logger, router: self,
                 refusals: RetentionRefusals(store: "IO router \(contextName)", logger: logger))
             var followed: Set<String> = []
             func follow(_ names: Set<String>) {
@@ -157,22 +163,23 @@ public final class IoRouter: Controller {
                 }
                 followed.formUnion(names)
             }
-            follow(rules.sharedObjectNames)
+            follow(shared.withLock { $0.evaluation.rules.sharedObjectNames })
             await evaluation.advertiseContext()
-            await evaluation.evaluate()
-            for await trigger in triggers {
-                if case .rules(let rules) = trigger { follow(rules.sharedObjectNames) }
-                await evaluation.handle(trigger)
-            }
+            await evaluation.run(triggers) { rules in follow(rules.sharedObjectNames) }
         }
-        shared.withLock { $0.triggers = nil }
+        let waiters = shared.withLock { shared in
+            shared.triggers = nil
+            defer { shared.stopWaiters = [] }
+            return shared.stopWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data
     /// stays while its host is away, so that a host restart does not churn the routing). Followed until the router
     /// stops, even if later rules no longer read it.
     private static func follow(
-        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: AsyncStream<Trigger>.Continuation
+        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: ObservationStream<Trigger>.Continuation
     ) async {
         for await data in sharedObjects.data(of: name) {
             triggers.yield(.sharedData(name: name, data: data.isEmpty ? nil : data))
@@ -182,136 +189,169 @@ public final class IoRouter: Controller {
     /// Disassociates every pair while the agent can still publish, as Coaty's routers do on stop.
     public func onStopping(_ context: ControllerContext) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let triggers = shared.withLock { $0.triggers }
-            guard let triggers, case .enqueued = triggers.yield(.stop(continuation)) else {
+            let triggers = shared.withLock { shared in
+                if shared.triggers != nil { shared.stopWaiters.append(continuation) }
+                return shared.triggers
+            }
+            guard let triggers else {
                 continuation.resume()
                 return
             }
+            triggers.yield(.stop)
         }
     }
 
-    fileprivate func update(_ change: (inout Shared) -> Void) {
-        shared.withLock { change(&$0) }
+    private func answer(_ request: DiscoverRequest) async {
+        let context = self.context
+        let discover = request.event
+        let matches =
+            (discover.isDiscoveringTypes && discover.isCoreTypeCompatible(.ioContext))
+            || (discover.isDiscoveringTypes && discover.isObjectTypeCompatible(context.object.objectType))
+            || (discover.isDiscoveringObjectId && discover.objectId == context.objectId)
+        guard matches else { return }
+        try? await request.respond(ResolveEvent(object: context.object))
     }
 
-    fileprivate var rules: any IoRoutingRules { shared.withLock { $0.rules } }
+    /// `coaty-edge rules show`: the context and the associations the router made.
+    private func answer(_ request: CallRequest, router: String) async {
+        let (context, associations) = shared.withLock { ($0.evaluation.context, $0.evaluation.associations) }
+        let list: [JSONValue] = associations.map { association in
+            var entry: JSONObject = [
+                "sourceId": .string(association.sourceId), "sourceName": .string(association.sourceName),
+                "actorId": .string(association.actorId), "actorName": .string(association.actorName),
+                "route": .string(association.route), "rule": .string(association.rule),
+            ]
+            entry.set("updateRate", ifPresent: association.updateRate.map(JSONValue.number))
+            return .object(entry)
+        }
+        try? await request.respond(ReturnEvent(.result([
+            "context": context.jsonValue, "router": .string(router), "associations": .array(list),
+        ])))
+    }
 
-    /// The router's state during one run of the manager, touched only by the evaluation loop.
+    /// The router's event loop during one run of the manager: it takes every event that is waiting before it
+    /// evaluates (a burst of advertisements is one evaluation), evaluates in slices with a look at new events after
+    /// each, and publishes the Associates once nothing is left to evaluate.
     private struct Evaluation {
         let manager: CommunicationManager
         let logger: Logger
-        let contextName: String
         let router: IoRouter
         let refusals: RetentionRefusals
-        /// Managed nodes in the order they were first managed.
-        var nodes: [IoNode] = []
         /// The bytes of each managed node as JSON, and their sum, for the router's `nodeLimit`.
         var nodeSizes: [String: Int] = [:]
         var nodeBytes = 0
-        var sourceRoutes: [String: String] = [:]
-        var associations: [IoAssociation] = []
         /// During a census: the nodes managed when it started, and those managed again since.
         var census: (before: Set<String>, alive: Set<String>)?
+        /// Accepted context Updates, completed once the Associates of their change are out.
+        var pendingCompletions: [(request: UpdateRequest, context: IoContext)] = []
+        /// Matched pairs refused for the evaluation's `maximumMatches` that were counted and logged.
+        var pairsRefused = 0
 
-        init(manager: CommunicationManager, logger: Logger, contextName: String, router: IoRouter, refusals: RetentionRefusals) {
+        init(manager: CommunicationManager, logger: Logger, router: IoRouter, refusals: RetentionRefusals) {
             self.manager = manager
             self.logger = logger
-            self.contextName = contextName
             self.router = router
             self.refusals = refusals
         }
 
-        mutating func handle(_ trigger: Trigger) async {
+        mutating func run(_ triggers: ObservationStream<Trigger>, onRules: (any IoRoutingRules) -> Void) async {
+            var iterator = triggers.makeAsyncIterator()
+            while true {
+                let (isWorking, isSettled) = router.shared.withLock { shared in
+                    (shared.evaluation.hasPendingWork, !shared.evaluation.hasUnresolvedChanges && pendingCompletions.isEmpty)
+                }
+                if !isWorking && isSettled {
+                    guard let trigger = await iterator.next() else { return }
+                    if case .rules(let rules) = trigger { onRules(rules) }
+                    guard await handle(trigger) else { return }
+                    continue
+                }
+                if let trigger = iterator.nextIfBuffered() {
+                    if case .rules(let rules) = trigger { onRules(rules) }
+                    guard await handle(trigger) else { return }
+                    continue
+                }
+                if isWorking {
+                    let deadline = ContinuousClock.now + IoRouter.evaluationSlice
+                    while router.shared.withLock({ $0.evaluation.evaluate(budget: 32) }) && ContinuousClock.now < deadline {}
+                    await Task.yield()
+                    continue
+                }
+                await publishChanges()
+            }
+        }
+
+        /// Handles one event; false after the stop.
+        mutating func handle(_ trigger: Trigger) async -> Bool {
             switch trigger {
             case .managed(let node):
                 census?.alive.insert(node.objectId)
-                if node.ioSources.isEmpty && node.ioActors.isEmpty {
-                    await unmanage([node.objectId])
-                } else if manage(node) {
-                    await evaluate()
+                let (sources, actors) = (node.ioSources, node.ioActors)
+                if sources.isEmpty && actors.isEmpty {
+                    unmanage([node.objectId])
+                } else {
+                    manage(node, sources: sources, actors: actors)
                 }
             case .deadvertised(let objectIds):
-                await unmanage(objectIds)
+                unmanage(objectIds)
             case .censusStarted:
-                census = (Set(nodes.map(\.objectId)), [])
+                census = (Set(router.managedNodeIds), [])
             case .censusEnded:
-                guard let (before, alive) = census else { return }
+                guard let (before, alive) = census else { return true }
                 census = nil
-                await unmanage(Array(before.subtracting(alive)))
+                unmanage(Array(before.subtracting(alive)))
             case .update(let request):
                 await handleUpdate(request)
-            case .discover(let request):
-                await answer(request)
-            case .associationsCall(let request):
-                let context = router.context
-                let list: [JSONValue] = associations.map { association in
-                    var entry: JSONObject = [
-                        "sourceId": .string(association.sourceId), "sourceName": .string(association.sourceName),
-                        "actorId": .string(association.actorId), "actorName": .string(association.actorName),
-                        "route": .string(association.route), "rule": .string(association.rule),
-                    ]
-                    entry.set("updateRate", ifPresent: association.updateRate.map(JSONValue.number))
-                    return .object(entry)
-                }
-                try? await request.respond(ReturnEvent(.result([
-                    "context": context.jsonValue, "router": .string(manager.identity.name), "associations": .array(list),
-                ])))
             case .rules:
-                await evaluate()
+                break
             case .sharedData(let name, let data):
-                let changed = router.shared.withLock { shared in
-                    guard shared.sharedData[name] != data.map(JSONValue.object) else { return false }
-                    shared.sharedData[name] = data.map(JSONValue.object)
-                    return true
+                router.shared.withLock { shared in
+                    var sharedData = shared.evaluation.sharedData
+                    guard sharedData[name] != data.map(JSONValue.object) else { return }
+                    sharedData[name] = data.map(JSONValue.object)
+                    shared.evaluation.setSharedData(sharedData)
                 }
-                if changed { await evaluate() }
-            case .stop(let continuation):
-                for association in associations {
-                    await publish(association, route: nil)
+            case .stop:
+                for (request, context) in pendingCompletions {
+                    try? await request.respond(CompleteEvent(object: context.object))
                 }
-                associations = []
-                router.update { $0.associations = [] }
-                continuation.resume()
-            }
-        }
-
-        /// Manages a new node or the new version of a managed one; false if that is past the router's `nodeLimit`.
-        private mutating func manage(_ node: IoNode) -> Bool {
-            let size = node.object.jsonValue.serializedBytes().count
-            let previous = nodeSizes[node.objectId]
-            guard router.nodeLimit.admits(count: nodes.count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
-            else {
-                router.update { $0.refusedNodeCount += 1 }
-                refusals.refuse {
-                    "IO node \(node.name) (\(node.objectId), \(size) bytes): \(nodes.count) nodes with \(nodeBytes) bytes are managed"
+                pendingCompletions = []
+                await publish(router.shared.withLock { $0.evaluation.disassociateAll() })
+                let waiters = router.shared.withLock { shared in
+                    defer { shared.stopWaiters = [] }
+                    return shared.stopWaiters
                 }
+                for waiter in waiters { waiter.resume() }
                 return false
             }
-            nodeSizes[node.objectId] = size
-            nodeBytes += size - (previous ?? 0)
-            if let index = nodes.firstIndex(where: { $0.objectId == node.objectId }) {
-                let remaining = Set(node.ioSources.map(\.objectId))
-                for source in nodes[index].ioSources where !remaining.contains(source.objectId) {
-                    sourceRoutes[source.objectId] = nil
-                }
-                nodes[index] = node
-            } else {
-                nodes.append(node)
-            }
-            router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }
             return true
         }
 
-        private mutating func unmanage(_ objectIds: [String]) async {
-            let removed = nodes.filter { objectIds.contains($0.objectId) }
-            guard !removed.isEmpty else { return }
-            for node in removed {
-                for source in node.ioSources { sourceRoutes[source.objectId] = nil }
-                nodeBytes -= nodeSizes.removeValue(forKey: node.objectId) ?? 0
+        /// Manages a new node or the new version of a managed one, unless that is past the router's `nodeLimit`.
+        private mutating func manage(_ node: IoNode, sources: [IoSource], actors: [IoActor]) {
+            let size = node.object.jsonValue.serializedBytes().count
+            let previous = nodeSizes[node.objectId]
+            let count = nodeSizes.count
+            guard nodeLimit.admits(count: count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
+            else {
+                router.shared.withLock { $0.refusedNodeCount += 1 }
+                refusals.refuse {
+                    "IO node \(node.name) (\(node.objectId), \(size) bytes): \(count) nodes with \(nodeBytes) bytes are managed"
+                }
+                return
             }
-            nodes.removeAll { objectIds.contains($0.objectId) }
-            router.update { [nodes] in $0.managedNodeIds = nodes.map(\.objectId) }
-            await evaluate()
+            nodeSizes[node.objectId] = size
+            nodeBytes += size - (previous ?? 0)
+            router.shared.withLock { $0.evaluation.manage(node, sources: sources, actors: actors) }
+        }
+
+        private var nodeLimit: RetentionLimit { router.nodeLimit }
+
+        private mutating func unmanage(_ objectIds: [String]) {
+            for objectId in objectIds {
+                nodeBytes -= nodeSizes.removeValue(forKey: objectId) ?? 0
+            }
+            router.shared.withLock { _ = $0.evaluation.unmanage(objectIds) }
         }
 
         func advertiseContext() async {
@@ -339,110 +379,66 @@ public final class IoRouter: Controller {
             updated[IoRouter.expectedVersionProperty] = nil
             updated.parentObjectId = manager.identity.objectId
             updated[IoRouter.versionProperty] = .number(Double(currentVersion + 1))
-            router.update { $0.context = updated }
+            router.shared.withLock { [updated] in $0.evaluation.setContext(updated) }
             logger.info("IO context \(updated.name) changed to version \(currentVersion + 1) by \(request.sourceId)")
             await advertiseContext()
-            await evaluate()
-            try? await request.respond(CompleteEvent(object: updated.object))
+            pendingCompletions.append((request, updated))
         }
 
-        private func answer(_ request: DiscoverRequest) async {
-            let context = router.context
-            let discover = request.event
-            let matches =
-                (discover.isDiscoveringTypes && discover.isCoreTypeCompatible(.ioContext))
-                || (discover.isDiscoveringTypes && discover.isObjectTypeCompatible(context.object.objectType))
-                || (discover.isDiscoveringObjectId && discover.objectId == context.objectId)
-            guard matches else { return }
-            try? await request.respond(ResolveEvent(object: context.object))
-        }
-
-        /// Coaty's rule evaluation: compatible pairs, the first matching rule, rates, then only the changes on the wire.
-        mutating func evaluate() async {
-            let (context, rules, sharedData) = router.shared.withLock { ($0.context, $0.rules, $0.sharedData) }
-            var matched: [(source: IoSource, actor: IoActor, rate: Double?, rule: String)] = []
-            var problems: Set<String> = []
-            var seen = Set<[String]>()
-            for sourceNode in nodes {
-                for source in sourceNode.ioSources {
-                    for actorNode in nodes {
-                        for actor in actorNode.ioActors where source.isCompatible(with: actor) {
-                            guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
-                            let candidate = IoRoutingCandidate(
-                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context,
-                                shared: sharedData)
-                            let result = rules.match(candidate)
-                            problems.formUnion(result.problems)
-                            guard let rule = result.rule else { continue }
-                            matched.append((source, actor, maximum(source.updateRate, actor.updateRate), rule))
-                        }
-                    }
-                }
+        /// Coaty's Act step once the evaluation is done: the Associates of what changed, then the Completes of the
+        /// context Updates that caused them.
+        private mutating func publishChanges() async {
+            // New rules (set from another task) may have marked pairs since the loop looked: then those come first.
+            guard let (changes, problems, statistics, maximum) = router.shared.withLock({ shared in
+                shared.evaluation.hasPendingWork
+                    ? nil
+                    : (shared.evaluation.resolve(), shared.evaluation.takeProblems(), shared.evaluation.statistics,
+                        shared.evaluation.maximumMatches)
+            }) else { return }
+            for _ in pairsRefused..<max(pairsRefused, statistics.pairsRefused) {
+                refusals.refuse { "a matched pair: \(maximum) pairs are matched" }
             }
-            for problem in problems.sorted() {
+            pairsRefused = max(pairsRefused, statistics.pairsRefused)
+            for problem in problems.problems {
                 logger.warning("routing rule failed, counted as false: \(problem)")
             }
-            var cumulatedRates: [String: Double?] = [:]
-            for pair in matched {
-                cumulatedRates[pair.source.objectId] = maximum(cumulatedRates[pair.source.objectId] ?? nil, pair.rate)
+            if problems.leftOut > 0 {
+                logger.warning("routing rules failed for \(problems.leftOut) more reasons, counted as false")
             }
+            await publish(changes)
+            for (request, context) in pendingCompletions {
+                try? await request.respond(CompleteEvent(object: context.object))
+            }
+            pendingCompletions = []
+        }
 
-            var resolved: [[String]: (source: IoSource, actor: IoActor, rate: Double?, rule: String)] = [:]
-            for pair in matched {
-                resolved[[pair.source.objectId, pair.actor.objectId]] =
-                    (pair.source, pair.actor, cumulatedRates[pair.source.objectId] ?? nil, pair.rule)
+        /// More Associates at once than this are logged in one line (and each at debug level).
+        static let changesLoggedOneByOne = 50
+
+        /// Publishes the Associates in order, with a line each, or one line for a fleet's worth.
+        private func publish(_ changes: [IoRouterEvaluation.Change]) async {
+            let isLoggedOneByOne = changes.count <= Self.changesLoggedOneByOne
+            if !isLoggedOneByOne {
+                let associated = changes.count { $0.route != nil }
+                logger.info("associated \(associated) pairs and disassociated \(changes.count - associated) (each at debug level)")
             }
-            var kept: [IoAssociation] = []
-            var changes: [(association: IoAssociation, route: String?)] = []
-            for association in associations {
-                let key = [association.sourceId, association.actorId]
-                guard let target = resolved.removeValue(forKey: key) else {
-                    changes.append((association, nil))
-                    continue
-                }
-                var updated = association
-                updated.rule = target.rule
-                if target.rate != association.updateRate {
-                    updated.updateRate = target.rate
-                    changes.append((updated, updated.route))
-                }
-                kept.append(updated)
-            }
-            for pair in matched {
-                guard let target = resolved.removeValue(forKey: [pair.source.objectId, pair.actor.objectId]) else { continue }
-                let association = IoAssociation(
-                    sourceId: pair.source.objectId, sourceName: pair.source.name, actorId: pair.actor.objectId,
-                    actorName: pair.actor.name, route: route(for: target.source), updateRate: target.rate, rule: target.rule)
-                changes.append((association, association.route))
-                kept.append(association)
-            }
-            // The router's associations change before the Associates go out, so that whoever sees one on the wire
-            // finds the router agreeing.
-            associations = kept
-            router.update { [kept] in $0.associations = kept }
-            for (association, route) in changes {
-                await publish(association, route: route)
+            for change in changes {
+                await publish(change, logged: isLoggedOneByOne)
             }
         }
 
-        /// The route a source publishes on: its external route, or one in the router's namespace, cached.
-        private mutating func route(for source: IoSource) -> String {
-            if let route = sourceRoutes[source.objectId] { return route }
-            let route = source.externalRoute ?? CoatyTopic.ioValueRoute(namespace: manager.options.namespace, sourceId: source.objectId)
-            sourceRoutes[source.objectId] = route
-            return route
-        }
-
-        private func publish(_ association: IoAssociation, route: String?) async {
+        private func publish(_ change: IoRouterEvaluation.Change, logged: Bool) async {
+            let association = change.association
             let event = AssociateEvent(
-                ioContextName: contextName, ioSourceId: association.sourceId, ioActorId: association.actorId,
-                associatingRoute: route, updateRate: route == nil ? nil : association.updateRate)
+                ioContextName: router.context.name, ioSourceId: association.sourceId, ioActorId: association.actorId,
+                associatingRoute: change.route, updateRate: change.route == nil ? nil : association.updateRate)
             do {
                 try await manager.publishAssociate(event)
-                if route == nil {
-                    logger.info("disassociated \(association.sourceName) from \(association.actorName)")
+                let level: Logger.Level = logged ? .info : .debug
+                if change.route == nil {
+                    logger.log(level: level, "disassociated \(association.sourceName) from \(association.actorName)")
                 } else {
-                    logger.info("associated \(association.sourceName) with \(association.actorName) by rule \(association.rule)")
+                    logger.log(level: level, "associated \(association.sourceName) with \(association.actorName) by rule \(association.rule)")
                 }
             } catch {
                 logger.error("cannot publish Associate: \(error)")
@@ -451,12 +447,3 @@ public final class IoRouter: Controller {
     }
 }
 
-/// The larger of two optional rates; nil only when both are nil.
-func maximum(_ a: Double?, _ b: Double?) -> Double? {
-    switch (a, b) {
-    case (let a?, let b?): max(a, b)
-    case (let a?, nil): a
-    case (nil, let b?): b
-    case (nil, nil): nil
-    }
-}

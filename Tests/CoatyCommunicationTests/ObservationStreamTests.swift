@@ -31,6 +31,24 @@ import CoatyCommunication
         }
     }
 
+    /// A consumer that works between elements takes what is buffered without waiting, in order, and nil when
+    /// nothing is; the elements it did not take this way still come from `next`, and nothing after the end.
+    @Test func takingWhatIsBufferedDoesNotWaitAndKeepsTheOrder() async {
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        var iterator = stream.makeAsyncIterator()
+        #expect(iterator.nextIfBuffered() == nil)
+        for value in 1...3 { continuation.yield(value) }
+        #expect(iterator.nextIfBuffered() == 1)
+        #expect(await iterator.next() == 2)
+        #expect(iterator.nextIfBuffered() == 3)
+        #expect(iterator.nextIfBuffered() == nil)
+        continuation.yield(4)
+        continuation.finish()
+        #expect(iterator.nextIfBuffered() == 4)
+        #expect(iterator.nextIfBuffered() == nil)
+        #expect(await iterator.next() == nil)
+    }
+
     /// What a stopping producer discards is gone, counted, and the stream goes on with what comes later.
     @Test func discardingTheBufferDropsWhatTheConsumerHasNotTakenAndKeepsTheStreamOpen() async {
         let (stream, continuation) = ObservationStream.makeStream(of: Int.self)

@@ -1,11 +1,12 @@
+import CoatyIORouting
 import CoatyJSON
 import CoatyModel
 import Glibc
 import RoutingRules
 import Synchronization
 
-/// Loads arbitrary bytes as a rule file and evaluates the rules the way a router (`IoRouter`) does, on every
-/// compatible pair of the IO nodes an input brings along: rule file parsing, JsonLogic parsing and evaluation, and
+/// Loads arbitrary bytes as a rule file and evaluates the rules with the router's own evaluation
+/// (`IoRouterEvaluation`, as `IoRouter` uses it) on every compatible pair of the IO nodes an input brings along: rule file parsing, JsonLogic parsing and evaluation, and
 /// the router's matching semantics all run. Used by the fuzzer and by the corpus regression test.
 ///
 /// An input is a rule file, optionally followed by a line `#data` and a JSON object
@@ -65,30 +66,18 @@ public final class RoutingFuzzHarness: Sendable {
         let nodes = data?["nodes"]?.arrayValue.map { $0.compactMap { try? IoNode(validating: $0) } } ?? Self.defaultNodes
         let context = data?["context"].flatMap { try? IoContext(validating: $0) } ?? Self.defaultContext
         let shared = data?["shared"]?.objectValue ?? [:]
-        var statistics = Statistics(ruleFilesLoaded: 1)
+        // The router's own evaluation: every compatible pair once, the first rule that holds.
+        var evaluation = IoRouterEvaluation(context: context, rules: rules, sharedData: shared, namespace: "-")
+        for node in nodes where !(node.ioSources.isEmpty && node.ioActors.isEmpty) { evaluation.manage(node) }
+        evaluation.evaluate()
         let names = Set(rules.rules.map(\.name))
-        // The router's evaluation: every compatible pair once, the first rule that holds.
-        var seen = Set<[String]>()
-        for sourceNode in nodes {
-            for source in sourceNode.ioSources {
-                for actorNode in nodes {
-                    for actor in actorNode.ioActors where source.isCompatible(with: actor) {
-                        guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
-                        let match = rules.match(
-                            source: source.jsonValue, sourceNode: sourceNode.jsonValue, actor: actor.jsonValue,
-                            actorNode: actorNode.jsonValue, context: context.jsonValue, shared: shared)
-                        statistics.pairsEvaluated += 1
-                        statistics.conditionsFailed += match.failures.count
-                        // The router logs each failure.
-                        precondition(match.failures.allSatisfy { !$0.description.isEmpty }, "a rule failure without a message")
-                        if let rule = match.rule?.name {
-                            precondition(names.contains(rule), "a pair matched a rule that was not loaded")
-                            statistics.pairsAssociated += 1
-                        }
-                    }
-                }
-            }
-        }
+        let associations = evaluation.resolve().map(\.association)
+        // The router logs each failure.
+        precondition(evaluation.takeProblems().problems.allSatisfy { !$0.isEmpty }, "a rule failure without a message")
+        precondition(associations.allSatisfy { names.contains($0.rule) }, "a pair matched a rule that was not loaded")
+        let statistics = Statistics(
+            pairsEvaluated: evaluation.statistics.pairsEvaluated, pairsAssociated: associations.count,
+            conditionsFailed: evaluation.statistics.conditionsFailed)
         counts.withLock { counts in
             counts.ruleFilesLoaded += 1
             counts.pairsEvaluated += statistics.pairsEvaluated
