@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
@@ -94,6 +95,9 @@ public struct CommunicationOptions: Sendable, Equatable {
     public var shouldEnableCrossNamespacing: Bool
     /// Bytes; an inbound message with a larger payload is dropped unread, counted and logged.
     public var maximumInboundPayload: Int
+    /// Find the broker by mDNS (`"brokerUrl": "mdns"` or `"mdns:<name>"`): the DNS-SD instance name of
+    /// `_coaty-mqtt._tcp` to look for, in place of `host` and `port`.
+    public var mdnsServiceName: String?
 
     /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
     /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
@@ -115,6 +119,13 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.namespace = namespace.isEmpty ? CoatyTopic.defaultNamespace : namespace
         self.shouldEnableCrossNamespacing = shouldEnableCrossNamespacing
         self.maximumInboundPayload = maximumInboundPayload
+    }
+}
+
+extension CommunicationOptions {
+    /// The broker as configured, for messages: `host:port`, or the mDNS service looked for.
+    public var brokerDescription: String {
+        mdnsServiceName.map { "mDNS \"\($0)\" (\(MDNSBrokerDiscovery.serviceType))" } ?? "\(host):\(port)"
     }
 }
 
