@@ -2,9 +2,9 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD
+//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
-//   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
+//   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
 //   runtime                 CoatyRuntime (container, controllers, configuration)
 //   rules                   JsonLogic, RoutingRules

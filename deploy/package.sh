@@ -12,7 +12,6 @@ DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$DEPLOY_DIR")
 readonly DEPLOY_DIR REPO_DIR
 readonly MAINTAINER="coaty-edge maintainers <coaty-edge@users.noreply.github.com>"
-readonly HOMEPAGE="https://github.com/coatyio/coaty-js"
 
 usage() {
     cat <<'EOF'
@@ -77,8 +76,12 @@ if [[ -z $binary ]]; then
     fi
     build=(swift build -c release --static-swift-stdlib --product coaty-edge --scratch-path "$REPO_DIR/.build-package")
     say "building: ${build[*]} (commit $commit)"
-    (cd "$REPO_DIR" && COATY_EDGE_COMMIT=$commit "${build[@]}" 2>&1 | grep -E "error|warning: |Build complete" >&2) ||
+    if ! (cd "$REPO_DIR" && COATY_EDGE_COMMIT=$commit "${build[@]}") >"$work/build.log" 2>&1; then
+        grep -E "error" "$work/build.log" >&2 || tail -n 20 "$work/build.log" >&2
         die "the build failed"
+    fi
+    # The linker's note on mktemp inside the toolchain's static Foundation is not this project's to fix: left out.
+    grep -E "warning: " "$work/build.log" | grep -v "/swift_static/.*the use of .mktemp. is dangerous" >&2 || true
     binary=$(cd "$REPO_DIR" && COATY_EDGE_COMMIT=$commit "${build[@]}" --show-bin-path)/coaty-edge
 fi
 [[ -f $binary && -x $binary ]] || die "$binary is not an executable file"
@@ -162,7 +165,7 @@ Comment: The binary links the Swift runtime and Foundation statically (Apache-2.
  and swift-log, swift-metrics, swift-service-lifecycle, swift-argument-parser and swift-prometheus (Apache-2.0).
 
 Files: *
-Copyright: coaty-edge contributors
+Copyright: 2026 coaty-edge contributors
 License: Apache-2.0
  On Debian systems the full text of the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0.
 EOF
@@ -170,7 +173,7 @@ EOF
 write_changelog() { # PACKAGE_ROOT PACKAGE
     printf '%s (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- %s  %s\n' \
         "$2" "$version" "${commit:-unknown}" "$MAINTAINER" "$(date -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")" |
-        gzip -9n >"$1/usr/share/doc/$2/changelog.Debian.gz"
+        gzip -9n >"$1/usr/share/doc/$2/changelog.gz"  # a native package's name (no Debian revision)
 }
 write_copyright "$agent" coaty-edge
 write_changelog "$agent" coaty-edge
@@ -197,11 +200,11 @@ Depends: adduser, $shlib_depends
 Recommends: coaty-edge-broker | mosquitto
 Section: net
 Priority: optional
-Homepage: $HOMEPAGE
 Description: Coaty agent for sensors and GPIO on Linux single-board computers
- coaty-edge reads temperature sensors (I2C chips, 1-Wire, thermal zones) and GPIO
- inputs as Coaty IO sources, and drives relays, fans and LEDs as IO actors, routed
- by JSON rule files, over MQTT with the Coaty 2 protocol (works with Coaty JS agents).
+ coaty-edge reads temperature sensors (I2C chips, 1-Wire, thermal zones) and
+ GPIO inputs as Coaty IO sources, and drives relays, fans and LEDs as IO actors,
+ routed by JSON rule files, over MQTT with the Coaty 2 protocol (it works with
+ Coaty JS agents).
  .
  The service is installed but neither enabled nor started: edit
  /etc/coaty-edge/agent.json, then run systemctl enable --now coaty-edge.
@@ -243,7 +246,6 @@ Depends: coaty-edge (= $version), mosquitto (>= 2.0), jq, openssl
 Recommends: avahi-daemon
 Section: net
 Priority: optional
-Homepage: $HOMEPAGE
 Description: local MQTT broker configuration for coaty-edge agents
  Sets up mosquitto for coaty-edge and Coaty JS agents: agents log in on port
  1883, each to its own Coaty namespace (an ACL per namespace), operators on
