@@ -2,9 +2,9 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD
+//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
-//   communication           CoatyMQTT (libmosquitto), CoatyCommunication (manager, presence)
+//   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
 //   runtime                 CoatyRuntime (container, controllers, configuration)
 //   rules                   JsonLogic, RoutingRules
@@ -13,6 +13,18 @@ import PackageDescription
 //   MQTT topics, HA         CoatyHomeAssistant (plain MQTT topics and Home Assistant discovery)
 //   agent                   CoatyEdgeAgent (an agent from its configuration file)
 //   command line            CoatyEdgeCLI (what the subcommands do), coaty-edge (the executable)
+// The commit `coaty-edge --version` reports: COATY_EDGE_COMMIT from the build's environment (deploy/package.sh sets it,
+// as SwiftPM may reuse a manifest evaluated before the last commit), else the checkout's HEAD.
+let buildCommit: String = {
+    if let commit = Context.environment["COATY_EDGE_COMMIT"], !commit.isEmpty,
+        commit.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })
+    {
+        return commit
+    }
+    guard let git = Context.gitInformation else { return "unknown" }
+    return git.currentCommit + (git.hasUncommittedChanges ? "-dirty" : "")
+}()
+
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
@@ -28,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
         .systemLibrary(name: "CI2C"),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod"),
+        // The commit the binary was built from and whether its Swift runtime is linked in (coaty-edge --version).
+        .target(name: "CBuildInfo", cSettings: [.define("COATY_EDGE_COMMIT", to: "\"\(buildCommit)\"")]),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -38,10 +52,14 @@ let package = Package(
 
         // Communication.
         .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
+        // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
+        // No pkgConfig: avahi-client's only flag is -D_REENTRANT, which SwiftPM refuses with a warning; the module map links.
+        .systemLibrary(name: "CAvahi"),
+        .target(name: "CoatyBrokerDiscovery", dependencies: ["CAvahi", "CoatyMQTT"]),
         .target(
             name: "CoatyCommunication",
             dependencies: [
-                "CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log"),
+                "CoatyBrokerDiscovery", "CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
 
@@ -52,7 +70,7 @@ let package = Package(
         .target(
             name: "CoatyRuntime",
             dependencies: [
-                "CoatyCommunication", "CoatyFiles", "CoatySharedObjects",
+                "CoatyBrokerDiscovery", "CoatyCommunication", "CoatyFiles", "CoatySharedObjects",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
@@ -104,7 +122,7 @@ let package = Package(
         .target(
             name: "CoatyEdgeCLI",
             dependencies: [
-                "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
+                "CBuildInfo", "CoatyBrokerDiscovery", "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -126,6 +144,7 @@ let package = Package(
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
+        .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
         .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),
         .testTarget(

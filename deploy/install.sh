@@ -14,8 +14,10 @@ readonly DEVICE_GROUPS=(i2c gpio)
 readonly OPERATOR_USER=coaty-operator
 readonly MINIMUM_SWIFT=6.1
 # Not umockdev: the agent loads it only for emulated devices ("emulated": true), which a Pi's service does not use.
-readonly APT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev libgpiod-dev libi2c-dev pkg-config binutils jq
-    openssl)
+# avahi-daemon announces the broker by mDNS (agents with "brokerUrl": "mdns" find it); libavahi-client-dev builds the
+# agent's browse.
+readonly APT_PACKAGES=(mosquitto mosquitto-clients libmosquitto-dev libgpiod-dev libi2c-dev libavahi-client-dev
+    avahi-daemon pkg-config binutils jq openssl)
 
 # Where things go, relative to the target root.
 readonly BINARY_PATH=/usr/local/bin/coaty-edge
@@ -32,20 +34,22 @@ readonly BROKER_TLS_CONF=/etc/mosquitto/conf.d/coaty-edge-tls.conf
 readonly BROKER_CA=/etc/mosquitto/ca_certificates/coaty-edge-ca.crt
 readonly BROKER_CERT=/etc/mosquitto/certs/coaty-edge-server.crt
 readonly BROKER_KEY=/etc/mosquitto/certs/coaty-edge-server.key
+readonly BROKER_MDNS_SERVICE=/etc/avahi/services/coaty-edge-broker.service
 
 usage() {
     cat <<'EOF'
 Usage: sudo deploy/install.sh [options]
 
 Installs coaty-edge as the systemd service "coaty-edge" running as the unprivileged user coaty-edge:
-  apt packages      mosquitto, mosquitto-clients, libmosquitto-dev, libgpiod-dev, libi2c-dev, pkg-config,
-                    binutils, jq, openssl
+  apt packages      mosquitto, mosquitto-clients, libmosquitto-dev, libgpiod-dev, libi2c-dev,
+                    libavahi-client-dev, avahi-daemon, pkg-config, binutils, jq, openssl
   binary            swift build -c release --static-swift-stdlib --product coaty-edge (as the user who ran sudo),
                     stripped, to /usr/local/bin/coaty-edge
   users             system user and group coaty-edge; groups i2c and gpio
   udev rules        /etc/udev/rules.d/99-coaty-edge.rules: /dev/i2c-* to group i2c, /dev/gpiochip* to group gpio
   configuration     /etc/coaty-edge/agent.json and /etc/coaty-edge/rules/*.json from the examples, only where absent
-  broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; broker user "coaty-edge" for this
+  broker            /etc/mosquitto/conf.d/coaty-edge.conf, password and ACL files; announced by mDNS as Coaty's broker
+                    (_coaty-mqtt._tcp, "Coaty MQTT Broker") in /etc/avahi/services; broker user "coaty-edge" for this
                     agent (password in /etc/coaty-edge/broker.password, readable by coaty-edge only) on the agents'
                     listener (1883, where the user name is the client id), and "coaty-operator" for all namespaces
                     on the operators' listener (1884; password in /etc/coaty-edge/operator.password, root only)
@@ -58,7 +62,11 @@ Options:
   --tls              serve MQTT over TLS only (agents on 8883, operators on 8884), with a local CA made here
                      (/etc/coaty-edge/tls); stays in effect for later runs
   --namespace NAME   Coaty namespace of a newly written agent.json (default: the example's)
-  --binary FILE      install FILE instead of building (no Swift toolchain needed)
+  --deb FILE         install the package FILE (deploy/package.sh, built here or elsewhere) with apt instead of all of
+                     the above, and coaty-edge-broker_<its version>_all.deb from the same directory if it is there;
+                     checks the package's architecture against this machine's first (no Swift toolchain needed)
+  --binary FILE      install FILE instead of building (no Swift toolchain needed); its architecture and shared
+                     libraries are checked against this machine's first
   --swift FILE       the swift executable to build with (default: found on PATH or in the usual places)
   --root DIR         install into DIR instead of /, for packaging and tests; skips apt, udevadm and the start of
                      services, and says so
@@ -105,16 +113,18 @@ dry_run=0
 tls=0
 namespace=""
 binary=""
+deb=""
 swift=""
 while (($# > 0)); do
     case $1 in
         --tls) tls=1; shift ;;
         --dry-run) dry_run=1; shift ;;
-        --namespace | --binary | --swift | --root)
+        --namespace | --binary | --deb | --swift | --root)
             (($# >= 2)) || die "$1 needs a value"
             case $1 in
                 --namespace) namespace=$2 ;;
                 --binary) binary=$2 ;;
+                --deb) deb=$2 ;;
                 --swift) swift=$2 ;;
                 --root) root=$(cd "$2" 2>/dev/null && pwd) || die "--root: $2 is not a directory" ;;
             esac
@@ -131,6 +141,14 @@ fi
 if [[ -n $binary ]]; then
     [[ -f $binary && -x $binary ]] || die "--binary: $binary is not an executable file"
     binary=$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")
+fi
+if [[ -n $deb ]]; then
+    [[ -n $binary ]] && die "--deb and --binary exclude each other"
+    [[ -n $root ]] && die "--deb installs into / only (apt resolves its dependencies there); --root is for the other ways"
+    ((tls)) && die "--deb sets up the broker of coaty-edge-broker, plain MQTT on 1883 and 1884; --tls needs the other ways"
+    [[ -n $namespace ]] && die "--deb takes the namespace from /etc/coaty-edge/agent.json; --namespace needs the other ways"
+    [[ -f $deb ]] || die "--deb: $deb is not a file"
+    deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
 fi
 
 # --- Checks ------------------------------------------------------------------------------------------------------------
@@ -208,6 +226,87 @@ group_id() {
     printf '%s' "${id:-0}"
 }
 
+# --- Built elsewhere: a package or a binary ----------------------------------------------------------------------------
+
+# The Debian architecture (amd64, arm64, armhf, ...) of the ELF executable FILE, from its header (no binutils needed).
+elf_architecture() {
+    local magic machine
+    magic=$(od -An -c -N4 "$1" 2>/dev/null | tr -d ' ')
+    [[ $magic == '177ELF' ]] || { printf 'not an ELF executable'; return; }
+    machine=$(od -An -tu2 -j18 -N2 "$1" | tr -d ' ')
+    case $machine in
+        62) printf amd64 ;;
+        183) printf arm64 ;;
+        40) printf armhf ;;
+        3) printf i386 ;;
+        *) printf 'ELF machine %s' "$machine" ;;
+    esac
+}
+
+# Stops unless the executable FILE can run here: this machine's architecture and every shared library it needs present.
+# In a dry run, libraries that apt would install first are only reported.
+check_binary() {
+    local file=$1 architecture machine_architecture missing
+    architecture=$(elf_architecture "$file")
+    machine_architecture=$(dpkg --print-architecture)
+    [[ $architecture == "$machine_architecture" ]] ||
+        die "$file is for $architecture, this machine is $machine_architecture: build it for $machine_architecture (README: Building for a Raspberry Pi elsewhere)"
+    note "architecture: $architecture, as this machine"
+    local libraries
+    libraries=$(ldd "$file" 2>&1) || die "ldd $file failed: $libraries"
+    missing=$(awk '/=> not found/ { print $1 }' <<<"$libraries" | paste -sd ' ')
+    if [[ -n $missing ]]; then
+        local hint="install them, or build with --static-swift-stdlib"
+        [[ $missing == *swift* || $missing == *Foundation* || $missing == *dispatch* ]] &&
+            hint="it was built without --static-swift-stdlib and needs a Swift toolchain's libraries: build it with --static-swift-stdlib"
+        if ((dry_run)) && [[ $missing != *swift* ]]; then
+            note "libraries missing now (apt installs them first): $missing"
+        else
+            die "$file needs shared libraries this machine lacks: $missing ($hint)"
+        fi
+    elif grep -q 'libswiftCore' <<<"$libraries"; then
+        warn "$file uses the Swift runtime of the toolchain at $(awk '/libswiftCore/ { print $3 }' <<<"$libraries"): it stops working if that toolchain goes; build it with --static-swift-stdlib"
+    else
+        note "shared libraries: all present"
+    fi
+}
+
+if [[ -n $deb ]]; then
+    step "Package $deb"
+    command -v dpkg-deb >/dev/null || die "dpkg-deb is missing: --deb needs Debian or Raspberry Pi OS"
+    deb_package=$(dpkg-deb -f "$deb" Package 2>/dev/null) || die "$deb is not a Debian package"
+    [[ $deb_package == coaty-edge ]] || die "$deb is the package $deb_package, not coaty-edge"
+    deb_version=$(dpkg-deb -f "$deb" Version)
+    deb_architecture=$(dpkg-deb -f "$deb" Architecture)
+    machine_architecture=$(dpkg --print-architecture)
+    [[ $deb_architecture == "$machine_architecture" ]] ||
+        die "$deb is for $deb_architecture, this machine is $machine_architecture: build the package for $machine_architecture"
+    note "coaty-edge $deb_version for $deb_architecture, as this machine"
+    packages=("$deb")
+    broker_deb=$(dirname "$deb")/coaty-edge-broker_${deb_version}_all.deb
+    if [[ -f $broker_deb ]]; then
+        packages+=("$broker_deb")
+        note "with the broker's configuration: $broker_deb"
+    else
+        note "no $(basename "$broker_deb") beside it: the broker is left as it is"
+    fi
+    # A from-source install's binary and unit would shadow the package's (/etc/systemd/system wins over /lib).
+    for leftover in "$BINARY_PATH" "$UNIT_PATH"; do
+        [[ -e $leftover ]] && act "remove $leftover of an install from source (the package replaces it)" rm -f "$leftover"
+    done
+    # Existing configuration files are kept, as on every upgrade (also those an install from source wrote).
+    act "run apt-get install ${packages[*]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${packages[@]}"
+    step "Done"
+    if ((dry_run)); then
+        note "dry run: nothing was changed"
+    else
+        note "check:   coaty-edge config check $AGENT_CONFIG"
+        note "start:   systemctl enable --now coaty-edge (the package never starts an agent by itself)"
+    fi
+    exit 0
+fi
+
 # --- 1. Packages -------------------------------------------------------------------------------------------------------
 
 step "Packages"
@@ -283,6 +382,7 @@ step "Binary"
 binary_changed=0
 if [[ -n $binary ]]; then
     note "using $binary (--binary): no build"
+    check_binary "$binary"
     built_binary=$binary
 else
     swift_path=$(find_swift)
@@ -518,6 +618,11 @@ else
         broker_config_changed=1
     fi
 fi
+# Announced by mDNS as Coaty JS announces its broker, on the agents' port; avahi-daemon reads the file when it changes.
+agents_port=1883
+((tls)) && agents_port=8883
+sed "s|<port>1883</port>|<port>$agents_port</port>|" "$DEPLOY_DIR/avahi/coaty-edge-broker.service" >"$work/mdns.service"
+install_file "$work/mdns.service" "$BROKER_MDNS_SERVICE" 0644 root root || true
 
 # --- 6. Agent configuration and rules ----------------------------------------------------------------------------------
 

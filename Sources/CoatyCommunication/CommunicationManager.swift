@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
@@ -92,6 +93,8 @@ public final class CommunicationManager: Sendable {
     struct State: ~Copyable {
         var operatingState = OperatingState.stopped
         var transport: (any MQTTTransport)?
+        /// The mDNS browse that says where the broker is, while started with `mdnsServiceName`.
+        var brokerDiscovery: MDNSBrokerDiscovery?
         var connectionTask: Task<Void, Never>?
         var isOnline = false
         var ioNodes: [IoNode] = []
@@ -215,11 +218,24 @@ public final class CommunicationManager: Sendable {
             logger.critical("cannot create the MQTT client: \(error)")
             return
         }
+        var brokerDiscovery: MDNSBrokerDiscovery?
+        if let serviceName = options.mdnsServiceName {
+            do {
+                let logger = logger
+                // With TLS the certificate names the host, so connect by the announced host name (needs nss-mdns).
+                brokerDiscovery = try MDNSBrokerDiscovery(
+                    serviceName: serviceName, connectsByHostName: options.tls != nil, onChange: { logger.info("\($0)") })
+            } catch {
+                logger.critical("cannot look for the broker by mDNS: \(error)")
+                return
+            }
+        }
         let started = state.withLock { state -> Bool in
             guard state.operatingState == .stopped else { return false }
             state.operatingState = .started
             state.ioNodes = nodes
             state.transport = transport
+            state.brokerDiscovery = brokerDiscovery
             for node in nodes {
                 addSubscription(
                     CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .associate, filter: node.contextName),
@@ -233,20 +249,24 @@ public final class CommunicationManager: Sendable {
             }
             return true
         }
-        guard started else { return }
+        guard started else {
+            brokerDiscovery?.stop()
+            return
+        }
         startZeroLoss()
         connectionFailures.reset()
         isDroppingInbound.store(false, ordering: .relaxed)
         operatingStateBroadcast.send(.started)
 
-        let connectOptions = MQTTConnectOptions(
+        var connectOptions = MQTTConnectOptions(
             host: options.host, port: options.port, clientId: clientId, keepAlive: options.keepAlive,
             username: options.username, password: options.password, tls: options.tls,
             will: unjoinMessage(nodes: nodes), reconnect: options.reconnect, maximumInboundPayload: options.maximumInboundPayload)
+        connectOptions.locator = brokerDiscovery?.locator
         do {
             try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] inbound in self?.receive(inbound) }
         } catch {
-            logger.error("cannot connect to \(options.host):\(options.port): \(error)")
+            logger.error("cannot connect to \(brokerAddress): \(error)")
         }
         // On the network thread: the join follows the CONNACK without a thread wake.
         let task = Task(executorPreference: connectionExecutor) { [weak self] in
@@ -271,13 +291,13 @@ public final class CommunicationManager: Sendable {
     /// publications and subscriptions.
     public func stop() async {
         stopReceiving()
-        let leaving = state.withLock { state -> (any MQTTTransport, Task<Void, Never>?, [IoNode])? in
+        let leaving = state.withLock { state -> (any MQTTTransport, Task<Void, Never>?, [IoNode], MDNSBrokerDiscovery?)? in
             guard state.operatingState == .started, let transport = state.transport else { return nil }
             state.operatingState = .stopped
             state.hasLeft = true
-            return (transport, state.connectionTask, state.ioNodes)
+            return (transport, state.connectionTask, state.ioNodes, state.brokerDiscovery)
         }
-        guard let (transport, connectionTask, nodes) = leaving else { return }
+        guard let (transport, connectionTask, nodes, brokerDiscovery) = leaving else { return }
         operatingStateBroadcast.send(.stopped)
         state.withLock { $0.zeroLossTask }?.cancel()
 
@@ -300,6 +320,7 @@ public final class CommunicationManager: Sendable {
         }
         await transport.disconnect(isUnjoinSent ? .clean : .abrupt)
         await connectionTask?.value
+        brokerDiscovery?.stop()
 
         let ended = state.withLock { state in
             let ended = (
@@ -325,6 +346,13 @@ public final class CommunicationManager: Sendable {
         ended.events.forEach { $0.finish() }
         ended.raw.forEach { $0.finish() }
         ended.routeMonitors.forEach { $0.finish() }
+    }
+
+    /// The broker for logs: `host:port`, or with mDNS the service looked for and the broker it found last.
+    public var brokerAddress: String {
+        guard options.mdnsServiceName != nil else { return options.brokerDescription }
+        let chosen = state.withLock { $0.brokerDiscovery?.chosenBroker }
+        return options.brokerDescription + (chosen.map { " at \($0.address):\($0.port)" } ?? "")
     }
 
     /// The MQTT client id Coaty agents use: "Coaty" and the first 18 hex digits of the identity's objectId.
@@ -379,7 +407,7 @@ public final class CommunicationManager: Sendable {
             resumeZeroLoss()
             let failedAttempts = connectionFailures.reset()
             let after = failedAttempts > 0 ? " after \(failedAttempts) failed attempts" : ""
-            logger.info("online as \(identity.name) (\(identity.objectId)) at \(options.host):\(options.port)\(after)")
+            logger.info("online as \(identity.name) (\(identity.objectId)) at \(brokerAddress)\(after)")
         case .connectionLost(let reason):
             let wasOnline = state.withLock { state in
                 defer { state.isOnline = false }
@@ -399,7 +427,7 @@ public final class CommunicationManager: Sendable {
             communicationStateBroadcast.send(.reconnecting(attempt: attempt))
         case .gaveUp(let attempts):
             let reason = connectionFailures.lastReason.map { ": \($0)" } ?? ""
-            logger.error("gave up connecting to the broker at \(options.host):\(options.port) after \(attempts) attempts\(reason)")
+            logger.error("gave up connecting to the broker at \(brokerAddress) after \(attempts) attempts\(reason)")
             state.withLock { $0.isOnline = false }
             communicationStateBroadcast.send(.offline)
         case .disconnected:
@@ -432,7 +460,7 @@ public final class CommunicationManager: Sendable {
 
     /// A failed attempt to connect, logged by the budget of `ConnectionFailureLog`.
     private func logConnectFailure(_ reason: String) {
-        let broker = "\(options.host):\(options.port)"
+        let broker = brokerAddress
         switch connectionFailures.failed(reason) {
         case .failing(let reason, let unlogged)?:
             let quiet = unlogged > 0 ? " (\(unlogged) failed attempts not logged before)" : ""

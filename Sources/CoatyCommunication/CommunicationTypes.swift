@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyJSON
 import CoatyMQTT
 import CoatyModel
@@ -99,6 +100,9 @@ public struct CommunicationOptions: Sendable, Equatable {
     /// Zero-loss delivery of IO values with other coaty-edge agents that opt in too (see `ZeroLossOptions`); nil:
     /// Coaty's delivery only.
     public var zeroLoss: ZeroLossOptions?
+    /// Find the broker by mDNS (`"brokerUrl": "mdns"` or `"mdns:<name>"`): the DNS-SD instance name of
+    /// `_coaty-mqtt._tcp` to look for, in place of `host` and `port`.
+    public var mdnsServiceName: String?
 
     /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
     /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
@@ -123,6 +127,13 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.maximumInboundPayload = maximumInboundPayload
         self.offlineQueue = offlineQueue
         self.zeroLoss = zeroLoss
+    }
+}
+
+extension CommunicationOptions {
+    /// The broker as configured, for messages: `host:port`, or the mDNS service looked for.
+    public var brokerDescription: String {
+        mdnsServiceName.map { "mDNS \"\($0)\" (\(MDNSBrokerDiscovery.serviceType))" } ?? "\(host):\(port)"
     }
 }
 

@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyCommunication
 import CoatyEdgeAgent
 import CoatyMQTT
@@ -40,17 +41,23 @@ public enum AgentRunner {
             throw CommandFailure(.configuration, "invalid configuration: \(error)")
         }
         if let brokerURL = settings.brokerURL {
-            let url: MQTTBrokerURL
+            let address: BrokerAddress
             do {
-                url = try MQTTBrokerURL(parsing: brokerURL)
+                address = try BrokerAddress(parsing: brokerURL)
             } catch {
                 throw CommandFailure(.usage, error.description)
             }
-            guard !url.usesTLS || configuration.base.communication.tls != nil else {
-                throw CommandFailure(.usage, "--broker \(brokerURL): an mqtts:// broker needs \"tls\" in the configuration")
+            switch address {
+            case .url(let url):
+                guard !url.usesTLS || configuration.base.communication.tls != nil else {
+                    throw CommandFailure(.usage, "--broker \(brokerURL): an mqtts:// broker needs \"tls\" in the configuration")
+                }
+                configuration.base.communication.host = url.host
+                configuration.base.communication.port = url.port
+                configuration.base.communication.mdnsServiceName = nil
+            case .mdns(let serviceName):
+                configuration.base.communication.mdnsServiceName = serviceName
             }
-            configuration.base.communication.host = url.host
-            configuration.base.communication.port = url.port
         }
         if let port = settings.metricsPort {
             configuration.base.metrics = Configuration.MetricsEndpoint(host: configuration.base.metrics?.host ?? "127.0.0.1", port: port)

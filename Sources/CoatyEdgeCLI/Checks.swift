@@ -85,7 +85,10 @@ public enum Checks {
         var lines = ["\(base.source): OK"]
         lines.append("  identity   \(base.identity.name) (\(base.identity.objectId))")
         let scheme = communication.tls == nil ? "mqtt" : "mqtts"
-        lines.append("  broker     \(scheme)://\(communication.host):\(communication.port), namespace \(communication.namespace)")
+        let broker =
+            communication.mdnsServiceName == nil
+            ? "\(scheme)://\(communication.host):\(communication.port)" : "\(communication.brokerDescription), \(scheme)"
+        lines.append("  broker     \(broker), namespace \(communication.namespace)")
         if base.ioNodes.isEmpty { lines.append("  IO nodes   none") }
         for node in base.ioNodes {
             lines.append("  IO node    \(node.contextName): \(count(node.ioSources.count, "source")), \(count(node.ioActors.count, "actor"))")

@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyCommunication
 import CoatyFiles
 import CoatyJSON
@@ -37,16 +38,22 @@ public struct BrokerSettings: Sendable {
             }
         }
         if let brokerURL {
-            let url: MQTTBrokerURL
+            let address: BrokerAddress
             do {
-                url = try MQTTBrokerURL(parsing: brokerURL)
+                address = try BrokerAddress(parsing: brokerURL)
             } catch {
                 throw CommandFailure(.usage, error.description)
             }
-            options.host = url.host
-            options.port = url.port
-            if url.usesTLS && options.tls == nil && caFile == nil {
-                throw CommandFailure(.usage, "an mqtts:// broker needs --ca-file")
+            switch address {
+            case .url(let url):
+                options.host = url.host
+                options.port = url.port
+                options.mdnsServiceName = nil
+                if url.usesTLS && options.tls == nil && caFile == nil {
+                    throw CommandFailure(.usage, "an mqtts:// broker needs --ca-file")
+                }
+            case .mdns(let serviceName):
+                options.mdnsServiceName = serviceName
             }
         }
         if let namespace {
@@ -115,7 +122,7 @@ public struct ClientSession: Sendable {
         guard isOnline else {
             let failure = manager.connectionFailure
             await manager.stop()
-            let broker = "\(manager.options.host):\(manager.options.port)"
+            let broker = manager.options.brokerDescription
             // The reason of the last attempt: the broker's refusal, the TLS library's or the system's error.
             throw CommandFailure(
                 .unavailable,

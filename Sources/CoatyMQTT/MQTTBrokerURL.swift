@@ -78,6 +78,11 @@ public struct MQTTBrokerURLError: Error, Sendable, Hashable, CustomStringConvert
     public var url: String
     public var reason: String
 
+    public init(url: String, reason: String) {
+        self.url = url
+        self.reason = reason
+    }
+
     public var description: String { "invalid broker URL \"\(url)\": \(reason)" }
 }
 

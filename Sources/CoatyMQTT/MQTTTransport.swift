@@ -82,6 +82,9 @@ public struct MQTTConnectOptions: Sendable, Equatable {
     /// Bytes; larger inbound payloads are dropped (and reported as `MQTTInbound.oversized`). The communication
     /// manager passes its own, smaller default.
     public var maximumInboundPayload: Int
+    /// Where the broker is when it is found at run time (mDNS): asked before every connection attempt, in place of
+    /// `host` and `port`.
+    public var locator: MQTTBrokerLocator?
 
     /// The largest payload MQTT can carry: what its remaining length can encode.
     public static let maximumPayload = 268_435_455
@@ -103,6 +106,32 @@ public struct MQTTConnectOptions: Sendable, Equatable {
         self.reconnect = reconnect
         self.maximumInboundPayload = maximumInboundPayload
     }
+}
+
+/// A broker found at run time, such as by mDNS: `current()` says where it is now, or why none is known. Asked before
+/// every connection attempt, so that a connection lost to a broker that went away goes to the one found next.
+public struct MQTTBrokerLocator: Sendable, Equatable, CustomStringConvertible {
+    public enum Lookup: Sendable, Equatable {
+        case found(host: String, port: Int)
+        /// No broker now; the reason becomes the failed attempt's.
+        case none(reason: String)
+    }
+
+    /// What is looked for, for logs: `mDNS service "Coaty MQTT Broker" (_coaty-mqtt._tcp)`.
+    public let description: String
+    private let identity: ObjectIdentifier
+    private let lookup: @Sendable () -> Lookup
+
+    /// `owner` identifies the locator (two are equal when their owners are the same object).
+    public init(_ description: String, owner: AnyObject, lookup: @escaping @Sendable () -> Lookup) {
+        self.description = description
+        self.identity = ObjectIdentifier(owner)
+        self.lookup = lookup
+    }
+
+    public func current() -> Lookup { lookup() }
+
+    public static func == (left: MQTTBrokerLocator, right: MQTTBrokerLocator) -> Bool { left.identity == right.identity }
 }
 
 public struct MQTTTLSOptions: Sendable, Equatable {

@@ -366,7 +366,17 @@ private final class NetworkSession {
         let keepAlive = Int32(options.keepAlive.components.seconds)
         // Until the broker accepts, libmosquitto's log is read for TLS failures (see `connectionLogged`).
         mosquitto_log_callback_set(handle, receiveLog)
-        var rc = mosquitto_connect_async(handle, options.host, Int32(options.port), keepAlive)
+        var host = options.host
+        var port = options.port
+        if let locator = options.locator {
+            switch locator.current() {
+            case .found(let foundHost, let foundPort):
+                (host, port) = (foundHost, foundPort)
+            case .none(let reason):
+                return "no broker found: \(reason)"
+            }
+        }
+        var rc = mosquitto_connect_async(handle, host, Int32(port), keepAlive)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { return failure ?? describe(rc) }
 
         let socket = dup(mosquitto_socket(handle))

@@ -1,3 +1,4 @@
+import CoatyBrokerDiscovery
 import CoatyCommunication
 import CoatyFiles
 import CoatyJSON
@@ -264,13 +265,20 @@ public struct Configuration: Sendable {
         ])
         let urlCursor = try section.required("brokerUrl")
         let urlText = try urlCursor.string()
-        let url: MQTTBrokerURL
+        let address: BrokerAddress
         do {
-            url = try MQTTBrokerURL(parsing: urlText)
+            address = try BrokerAddress(parsing: urlText)
         } catch {
             throw urlCursor.error(error.reason)
         }
-        var options = CommunicationOptions(host: url.host, port: url.port)
+        var options = CommunicationOptions()
+        var usesTLS = false
+        switch address {
+        case .url(let url):
+            (options.host, options.port, usesTLS) = (url.host, url.port, url.usesTLS)
+        case .mdns(let serviceName):
+            options.mdnsServiceName = serviceName
+        }
         if let namespace = try section.optional("namespace") {
             let name = try namespace.string()
             guard CoatyName.isValid(name) else { throw namespace.error("namespace must be non-empty without '+', '#' or '/'") }
@@ -300,7 +308,7 @@ public struct Configuration: Sendable {
             options.tls = MQTTTLSOptions(
                 caFile: try readTLSFile(tls.required("caFile")), certFile: certFile, keyFile: keyFile,
                 allowsHostnameMismatch: try tls.optional("allowsHostnameMismatch")?.bool() ?? false)
-        } else if url.usesTLS {
+        } else if usesTLS {
             throw section.error("an mqtts:// broker needs \"tls\" with at least \"caFile\"")
         }
         if let keepAlive = try section.optional("keepAlive") {

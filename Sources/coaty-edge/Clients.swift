@@ -51,7 +51,7 @@ struct Observe: AsyncParsableCommand {
                 output = .json
             } else if StandardOutput.terminalSize() != nil {
                 let namespace = options.shouldEnableCrossNamespacing ? "all namespaces" : "namespace \(options.namespace)"
-                output = .table(title: "coaty-edge observe  \(options.host):\(options.port)  \(namespace)")
+                output = .table(title: "coaty-edge observe  \(options.brokerDescription)  \(namespace)")
             } else {
                 output = .lines
             }

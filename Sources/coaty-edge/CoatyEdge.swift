@@ -10,6 +10,7 @@ struct CoatyEdge: AsyncParsableCommand {
             Exit statuses: 0 success; 1 refused or unanswered; 64 wrong command line; 69 broker unreachable; \
             78 invalid configuration or rule files, a password file others may read, or run as root.
             """,
+        version: BuildInfo.description,
         subcommands: [Run.self, Observe.self, Agents.self, Rules.self, Context.self, Shared.self, Config.self, HomeAssistant.self])
 }
 

@@ -4,7 +4,7 @@ import Logging
 
 /// How the client subcommands reach the broker.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The broker, mqtt://host[:port] or mqtts://host[:port].", valueName: "url"))
+    @Option(help: ArgumentHelp("The broker, mqtt://host[:port] or mqtts://host[:port], or mdns[:<service name>] to find it by mDNS.", valueName: "url"))
     var broker: String?
 
     @Option(help: "The Coaty namespace to join (default: the configuration's, or \"-\").")

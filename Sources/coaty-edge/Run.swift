@@ -18,7 +18,7 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The agent configuration (JSON).", valueName: "file"))
     var config: String
 
-    @Option(help: ArgumentHelp("Use this broker instead of the configuration's brokerUrl.", valueName: "url"))
+    @Option(help: ArgumentHelp("Use this broker instead of the configuration's brokerUrl (a URL, or mdns[:<service name>]).", valueName: "url"))
     var broker: String?
 
     @Option(help: "Log level, overriding the configuration's logging.level.")
