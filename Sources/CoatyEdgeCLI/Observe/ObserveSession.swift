@@ -29,17 +29,59 @@ public enum ObserveSession {
     /// How many events other than values the table keeps.
     static let recentEventCount = 50
 
+    /// What `follow` hands on: events the model reported, or a periodic tick (for a redraw).
+    public enum Step: Sendable {
+        case events([ObserveEvent])
+        case tick
+    }
+
     /// Runs until the task is cancelled (Ctrl-C), on a session that is online.
     public static func run(
         _ session: ClientSession, filter: ObserveModel.Filter, output: Output,
         startupTimeout: Duration = .seconds(3), write: @escaping @Sendable (String) -> Void = StandardOutput.write
     ) async {
+        var recent: [String] = []
+        var tick: Duration?
+        if case .table = output {
+            write(LiveTable.enter)
+            tick = .milliseconds(500)
+        }
+        await follow(session, filter: filter, startupTimeout: startupTimeout, tick: tick) { model, step, now in
+            switch step {
+            case .tick:
+                if case .table(let title) = output {
+                    let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
+                    let size = StandardOutput.terminalSize() ?? (100, 30)
+                    write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
+                }
+            case .events(let events):
+                for event in events {
+                    switch output {
+                    case .json:
+                        write(event.json.serialized() + "\n")
+                    case .lines:
+                        write(event.line + "\n")
+                    case .table:
+                        if case .value = event { continue }
+                        recent.append(event.line)
+                        if recent.count > recentEventCount { recent.removeFirst(recent.count - recentEventCount) }
+                    }
+                }
+            }
+        }
+        if case .table = output { write(LiveTable.leave) }
+    }
+
+    /// Feeds what arrives from the broker into an `ObserveModel` until the task is cancelled, and hands each
+    /// step's events (and a tick every `tick`, if given) to `handle` with the model as it is then and the time.
+    /// `observe` and the web dashboard both watch the broker this way.
+    public static func follow(
+        _ session: ClientSession, filter: ObserveModel.Filter, startupTimeout: Duration = .seconds(3), tick: Duration? = nil,
+        _ handle: (ObserveModel, Step, Int64) async -> Void
+    ) async {
         let manager = session.manager
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
         var model = ObserveModel(filter: filter, ownAgentId: manager.identity.objectId)
-        var recent: [String] = []
-        if case .table = output { write(LiveTable.enter) }
-
         await withDiscardingTaskGroup { group in
             let presenceChanges = session.presence.changes()
             group.addTask { await session.presence.run() }
@@ -75,11 +117,11 @@ public enum ObserveSession {
                 group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
             }
             group.addTask { await routerAnswers() }
-            if case .table = output {
+            if let tick {
                 group.addTask {
                     while !Task.isCancelled {
                         feed.yield(.redraw)
-                        try? await Task.sleep(for: .milliseconds(500))
+                        try? await Task.sleep(for: tick)
                     }
                 }
             }
@@ -101,11 +143,7 @@ public enum ObserveSession {
                 case .router(let answer):
                     changes = model.applyRouterAssociations(answer.result, routerId: answer.routerAgentId, at: now)
                 case .redraw:
-                    if case .table(let title) = output {
-                        let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
-                        let size = StandardOutput.terminalSize() ?? (100, 30)
-                        write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
-                    }
+                    await handle(model, .tick, now)
                 }
                 for route in changes.newRoutes {
                     guard let values = try? manager.observeIoRoute(route) else { continue }
@@ -116,21 +154,9 @@ public enum ObserveSession {
                     group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
                     group.addTask { await routerAnswers() }
                 }
-                for event in changes.events {
-                    switch output {
-                    case .json:
-                        write(event.json.serialized() + "\n")
-                    case .lines:
-                        write(event.line + "\n")
-                    case .table:
-                        if case .value = event { continue }
-                        recent.append(event.line)
-                        if recent.count > recentEventCount { recent.removeFirst(recent.count - recentEventCount) }
-                    }
-                }
+                if !changes.events.isEmpty { await handle(model, .events(changes.events), now) }
             }
             group.cancelAll()
         }
-        if case .table = output { write(LiveTable.leave) }
     }
 }
