@@ -34,7 +34,7 @@ public enum Dashboard {
             group.addTask {
                 await withDiscardingTaskGroup { group in
                     group.addTask {
-                        await ObserveSession.follow(session, filter: ObserveModel.Filter(), tick: .seconds(15)) { model, step, now in
+                        await ObserveSession.follow(session, filter: ObserveModel.Filter(), tick: .seconds(15), asksForRules: true) { model, step, now in
                             await hub.apply(model, step: step, at: now)
                         }
                     }

@@ -120,6 +120,9 @@ def test_a_context_switch_from_the_page_moves_the_routes(scenario):
     assert result() == 'Done: TemperatureMeasurement: operatingState = "emergency" (version 1)'
     wait_until("the routes to the emergency actor", lambda: route_pairs(browser) == sorted(
         [(Scenario.SOC, Scenario.EMERGENCY_ACTOR), (Scenario.BOARD, Scenario.EMERGENCY_ACTOR)]))
+    # The router is asked which rule made the new pairs.
+    wait_until("the rule of the new routes", lambda: {row.find_elements(By.TAG_NAME, "td")[2].text for row in cards(browser, "tr.route")}
+               == {"temperature-emergency"})
     context = cards(browser, 'article.context[data-context="TemperatureMeasurement"]')[0]
     assert context.get_attribute("data-version") == "1"
     assert context.find_element(By.CSS_SELECTOR, 'tr[data-key="operatingState"] td').text == '"emergency"'

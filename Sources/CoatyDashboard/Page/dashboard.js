@@ -309,7 +309,7 @@ function renderRoutes() {
     })).sort((a, b) => (a.source + a.actor).localeCompare(b.source + b.actor));
     const section = element("div", { class: "route-context", "data-context": context });
     section.append(element("h3", { text: `IO context ${context}: ${pairs.length} route${pairs.length === 1 ? "" : "s"}` }));
-    section.append(picture(pairs));
+    section.append(element("div", { class: "route-picture-frame" }, picture(pairs)));
     const body = element("tbody");
     for (const pair of pairs) {
       body.append(element("tr", { class: "route", "data-source-id": pair.sourceId, "data-actor-id": pair.actorId, "data-context": context },

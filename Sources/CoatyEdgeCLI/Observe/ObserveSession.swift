@@ -23,6 +23,7 @@ public enum ObserveSession {
         case deviceStatus(CoatyObject, from: String)
         case context(CoatyObject)
         case router(RouterReport.Answer)
+        case routerAnswersDone
         case redraw
     }
 
@@ -74,10 +75,12 @@ public enum ObserveSession {
 
     /// Feeds what arrives from the broker into an `ObserveModel` until the task is cancelled, and hands each
     /// step's events (and a tick every `tick`, if given) to `handle` with the model as it is then and the time.
-    /// `observe` and the web dashboard both watch the broker this way.
+    /// `observe` and the web dashboard both watch the broker this way. An Associate event does not say which rule
+    /// made the pair: with `asksForRules`, an association without one makes it ask the routers again (once at a time,
+    /// a context switch's burst of associations costs one call), and the answer adds the rules.
     public static func follow(
         _ session: ClientSession, filter: ObserveModel.Filter, startupTimeout: Duration = .seconds(3), tick: Duration? = nil,
-        _ handle: (ObserveModel, Step, Int64) async -> Void
+        asksForRules: Bool = false, _ handle: (ObserveModel, Step, Int64) async -> Void
     ) async {
         let manager = session.manager
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
@@ -126,6 +129,7 @@ public enum ObserveSession {
                 }
             }
 
+            var isAskingRouters = false
             for await input in inputs {
                 let now = ClockTime.now()
                 var changes = ObserveModel.Changes()
@@ -142,8 +146,23 @@ public enum ObserveSession {
                     changes = model.apply(context: object.json, at: now)
                 case .router(let answer):
                     changes = model.applyRouterAssociations(answer.result, routerId: answer.routerAgentId, at: now)
+                case .routerAnswersDone:
+                    isAskingRouters = false
                 case .redraw:
                     await handle(model, .tick, now)
+                }
+                let lacksRule = changes.events.contains { event in
+                    if case .associated(let change) = event { return change.rule == nil }
+                    return false
+                }
+                if asksForRules && lacksRule && !isAskingRouters {
+                    isAskingRouters = true
+                    group.addTask {
+                        // The rest of the burst first.
+                        try? await Task.sleep(for: .milliseconds(200))
+                        await routerAnswers()
+                        feed.yield(.routerAnswersDone)
+                    }
                 }
                 for route in changes.newRoutes {
                     guard let values = try? manager.observeIoRoute(route) else { continue }
