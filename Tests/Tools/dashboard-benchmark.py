@@ -66,6 +66,9 @@ def main():
             print(f"  t={now[0] - samples[0][0]:5.0f} s  RSS {now[2] / 1024:6.1f} MiB  CPU so far "
                   f"{100 * (now[1] - samples[0][1]) / (now[0] - samples[0][0]):5.1f} % of a core", flush=True)
         elapsed = samples[-1][0] - samples[0][0]
+        # The rate the page sees, summed over the sources (each source's rate over the last 10 s, from the dashboard).
+        page_rate = browser.execute_script("return [...state.values.values()].reduce((sum, v) => sum + (v.rate || 0), 0)")
+        load = os.getloadavg()
         cpu_share = (samples[-1][1] - samples[0][1]) / elapsed
         rss = [sample[2] for sample in samples]
 
@@ -99,6 +102,8 @@ def main():
         print(f"dashboard with 100 sources at 1 Hz and one page open, over {elapsed:.0f} s:")
         print(f"  RSS: start {rss[0] / 1024:.1f} MiB, end {rss[-1] / 1024:.1f} MiB, max {max(rss) / 1024:.1f} MiB, peak (VmHWM) {samples[-1][3] / 1024:.1f} MiB")
         print(f"  CPU: {100 * cpu_share:.1f} % of one core ({samples[-1][1] - samples[0][1]:.1f} s in {elapsed:.0f} s)")
+        print(f"  values arriving: {page_rate:.0f} per second (the sum of the sources' rates the page shows)")
+        print(f"  machine load average at the end of the load: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores")
         print(f"publication to page, {len(latencies)} values: median {statistics.median(latencies):.1f} ms, "
               f"min {latencies[0]:.1f} ms, max {latencies[-1]:.1f} ms")
 
