@@ -7,6 +7,11 @@ import Logging
 
 /// `coaty-edge-dashboard`: follows the broker as `observe` does and serves the page until the task is cancelled.
 public enum Dashboard {
+    static func onlyValues(_ step: ObserveSession.Step) -> Bool {
+        guard case .events(let events) = step else { return false }
+        return events.allSatisfy { $0.kind == "value" }
+    }
+
     /// Serves on an online session; `serving` gets the address once the server listens (port 0: the one chosen).
     public static func run(
         _ session: ClientSession, settings: DashboardSettings, logger: Logger,
@@ -35,7 +40,7 @@ public enum Dashboard {
                 await withDiscardingTaskGroup { group in
                     group.addTask {
                         await ObserveSession.follow(session, filter: ObserveModel.Filter(), tick: .seconds(15), asksForRules: true) { model, step, now in
-                            await hub.apply(model, step: step, at: now)
+                            await hub.apply(Self.onlyValues(step) ? nil : model, step: step, at: now)
                         }
                     }
                     group.addTask {

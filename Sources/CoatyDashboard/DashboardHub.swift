@@ -10,7 +10,10 @@ import CoatySharedObjects
 /// dropped; its browser reconnects and starts again from a snapshot, so memory stays bounded.
 public actor DashboardHub {
     public let settings: DashboardSettings
+    /// The model as of the last change other than a value: handing it over on every value would make the session copy
+    /// its tables on its next change (copy on write), so the last values are kept here instead.
     private var model: ObserveModel?
+    private var lastValues: [String: JSONObject] = [:]
     private var histories: [String: ValueHistory] = [:]
     private var sharedObjects: [String: SharedObjectState] = [:]
     private var brokerOnline = false
@@ -30,9 +33,9 @@ public actor DashboardHub {
 
     // MARK: - Inputs
 
-    /// A step of `ObserveSession.follow`.
-    public func apply(_ model: ObserveModel, step: ObserveSession.Step, at time: Int64) {
-        self.model = model
+    /// A step of `ObserveSession.follow`, with the model when anything but values changed.
+    public func apply(_ model: ObserveModel?, step: ObserveSession.Step, at time: Int64) {
+        if let model { self.model = model }
         switch step {
         case .tick:
             // A comment line: keeps proxies from closing an idle stream, and finds pages that have gone.
@@ -42,8 +45,12 @@ public actor DashboardHub {
                 switch event {
                 case .value(let seen):
                     if let number = Self.number(seen.value) { record(number, of: seen.sourceId, at: seen.time) }
+                    lastValues[seen.sourceId] = event.json
                 case .agentLeft(let agent):
-                    for source in agent.sources { histories[source.id] = nil }
+                    for source in agent.sources {
+                        histories[source.id] = nil
+                        lastValues[source.id] = nil
+                    }
                     for (objectId, object) in sharedObjects where object.hostId == agent.agentId {
                         sharedObjects[objectId] = nil
                         broadcast(Self.message(["event": "sharedObjectGone", "objectId": .string(objectId)]))
@@ -105,7 +112,9 @@ public actor DashboardHub {
 
     /// Everything a page needs to start: the model's replay, the histories, the shared objects.
     public func snapshot(at time: Int64) -> JSONValue {
-        let events = model?.replay(at: time) ?? []
+        // The model's replay without its values, which may be older than the last ones seen here.
+        var events = (model?.replay(at: time) ?? []).filter { $0.kind != "value" }.map(\.json)
+        events += lastValues.sorted { $0.key < $1.key }.map(\.value)
         var histories: JSONObject = [:]
         for (sourceId, history) in self.histories.sorted(by: { $0.key < $1.key }) {
             histories[sourceId] = .array(history.buckets.map { bucket in
@@ -120,7 +129,7 @@ public actor DashboardHub {
                 "bucketWidth": .number(Double(ValueHistory(window: settings.historyWindow, capacity: settings.historyBuckets).bucketWidth)),
                 "sources": .object(histories),
             ],
-            "events": .array(events.map { .object($0.json) }),
+            "events": .array(events.map(JSONValue.object)),
             "sharedObjects": .array(sharedObjects.values.sorted { ($0.name, $0.objectId) < ($1.name, $1.objectId) }.map { .object(Self.json($0)) }),
         ]
     }
