@@ -12,7 +12,10 @@ import PackageDescription
 //   hardware                EdgeHardware (buses, drivers, sensors, GPIO), EdgeEmulation (emulated chips)
 //   MQTT topics, HA         CoatyHomeAssistant (plain MQTT topics and Home Assistant discovery)
 //   agent                   CoatyEdgeAgent (an agent from its configuration file)
-//   command line            CoatyEdgeCLI (what the subcommands do), coaty-edge (the executable)
+//   command line            CoatyEdgeCLI (what the subcommands do), CoatyEdgeOptions (the client options), coaty-edge
+//                           (the executable)
+//   dashboard               CoatyDashboard (the web dashboard's server), coaty-edge-dashboard (its executable, apart
+//                           from coaty-edge so that the agent does not map the HTTP server library)
 // The commit `coaty-edge --version` reports: COATY_EDGE_COMMIT from the build's environment (deploy/package.sh sets it,
 // as SwiftPM may reuse a manifest evaluated before the last commit), else the checkout's HEAD.
 let buildCommit: String = {
@@ -127,9 +130,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
+        // The options of the client subcommands (broker, credentials, TLS, --config), shared by coaty-edge and
+        // coaty-edge-dashboard.
+        .target(
+            name: "CoatyEdgeOptions",
+            dependencies: [
+                "CoatyEdgeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "coaty-edge",
-            dependencies: ["CoatyEdgeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: ["CoatyEdgeCLI", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
         .target(
@@ -171,6 +182,32 @@ let package = Package(
             name: "IntegrationTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
     ]
 )
+
+// The web dashboard (`coaty-edge dashboard` executes `coaty-edge-dashboard`): Hummingbird 2 needs Swift 6.2, so with an
+// older compiler the agent and the other commands build without it.
+#if compiler(>=6.2)
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ]
+    package.targets += [
+        .target(
+            name: "CoatyDashboard",
+            dependencies: [
+                "CoatyEdgeCLI", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            resources: [.embedInCode("Page/dashboard.html"), .embedInCode("Page/dashboard.js"), .embedInCode("Page/dashboard.css")]),
+        .executableTarget(
+            name: "coaty-edge-dashboard",
+            dependencies: ["CoatyDashboard", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // The dashboard's parts on their own, and its server against a real broker and agents (the page itself is
+        // tested in chromium by Tests/Browser, which .ci/run runs).
+        .testTarget(
+            name: "CoatyDashboardTests",
+            dependencies: ["CoatyDashboard", "coaty-edge-dashboard", "coaty-edge", "CoatyTestSupport", "MQTTTestSupport"]),
+    ]
+#endif
 
 // The libFuzzer target for the inbound path, the rules and router evaluation and the actor/output path; see
 // Tests/Fuzz/run. It has no main, so it exists only when asked for.

@@ -10,7 +10,8 @@
 #     and publishes the duty it runs at (coaty-edge.Duty[Percent]) to a duty display, so that `coaty-edge observe`
 #     shows temperature and duty side by side.
 # Every 20 s the demo switches the operating state (normal <-> emergency) with `coaty-edge context set`, and
-# the temperatures move from one actor to the other. It installs what is missing (Debian or Raspberry Pi OS
+# the temperatures move from one actor to the other. The web dashboard (`coaty-edge dashboard`) shows it all at the
+# address printed ("== dashboard at http://127.0.0.1:8080/", or another free port; DEMO_DASHBOARD_PORT chooses). It installs what is missing (Debian or Raspberry Pi OS
 # packages), builds coaty-edge, and starts a private mosquitto on a free port.
 #
 # Usage: deploy/demo.sh [SECONDS]   (default: until Ctrl-C)
@@ -37,6 +38,8 @@ cd "$repo"
 swift build --product coaty-edge 2>&1 | grep -E "error|warning:|Build complete" || true
 bin="$(swift build --product coaty-edge --show-bin-path)/coaty-edge"
 [[ -x "$bin" ]] || { echo "the build failed" >&2; exit 1; }
+# The dashboard is a program of its own (Swift 6.2 or newer); the demo runs without it where it does not build.
+swift build --product coaty-edge-dashboard 2>&1 | grep -E "error|warning:|Build complete" || true
 
 run_dir=$(mktemp -d -t coaty-edge-demo-XXXXXX)
 agents=()
@@ -74,6 +77,18 @@ for agent in router normal-actor emergency-actor sensors fan; do
     "$bin" run --config "$repo/deploy/demo/$agent.json" --broker "$broker" "${run_flags[@]}" > >(sed -u "s/^/[$agent] /") 2>&1 &
     agents+=($!)
 done
+
+dashboard_port=${DEMO_DASHBOARD_PORT:-8080}
+if ! python3 -c 'import socket, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$dashboard_port" 2>/dev/null; then
+    dashboard_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
+if [[ -x "$(dirname "$bin")/coaty-edge-dashboard" ]]; then
+    "$bin" dashboard --broker "$broker" --listen "127.0.0.1:$dashboard_port" > >(sed -u "s/^/[dashboard] /") 2>&1 &
+    agents+=($!)
+    echo "== dashboard at http://127.0.0.1:$dashboard_port/"
+else
+    echo "== no dashboard: coaty-edge-dashboard did not build (it needs Swift 6.2 or newer)"
+fi
 
 echo "== watch the fan: $bin observe --broker $broker   (or: $bin shared set fan curve '[[40, 0], [45, 100]]' --broker $broker)"
 started=$SECONDS

@@ -70,6 +70,10 @@ Options:
   --swift FILE       the swift executable to build with (default: found on PATH or in the usual places)
   --root DIR         install into DIR instead of /, for packaging and tests; skips apt, udevadm and the start of
                      services, and says so
+  --dashboard        also build and install the web dashboard (Swift 6.2 or newer): /usr/local/bin/coaty-edge-dashboard,
+                     Debian's libjs-dygraphs, /etc/systemd/system/coaty-edge-dashboard.service (enabled, started),
+                     /etc/coaty-edge/dashboard.env (where it listens: 127.0.0.1:8080 unless edited) and the token
+                     the page asks for, /etc/coaty-edge/dashboard.token (root only)
   --dry-run          print every action and change nothing; needs no root
   -h, --help         show this help
 EOF
@@ -111,6 +115,7 @@ quietly() {
 root=""
 dry_run=0
 tls=0
+dashboard=0
 namespace=""
 binary=""
 deb=""
@@ -118,6 +123,7 @@ swift=""
 while (($# > 0)); do
     case $1 in
         --tls) tls=1; shift ;;
+        --dashboard) dashboard=1; shift ;;
         --dry-run) dry_run=1; shift ;;
         --namespace | --binary | --deb | --swift | --root)
             (($# >= 2)) || die "$1 needs a value"
@@ -310,16 +316,19 @@ fi
 # --- 1. Packages -------------------------------------------------------------------------------------------------------
 
 step "Packages"
+wanted_packages=("${APT_PACKAGES[@]}")
+# The dashboard serves Debian's charting library from its installed files.
+((dashboard)) && wanted_packages+=(libjs-dygraphs)
 missing_packages=()
-for package in "${APT_PACKAGES[@]}"; do
+for package in "${wanted_packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing_packages+=("$package")
     fi
 done
 if [[ -n $root ]]; then
-    note "skipped with --root: apt installs into / only; the target needs: ${APT_PACKAGES[*]}"
+    note "skipped with --root: apt installs into / only; the target needs: ${wanted_packages[*]}"
 elif ((${#missing_packages[@]} == 0)); then
-    note "all present: ${APT_PACKAGES[*]}"
+    note "all present: ${wanted_packages[*]}"
 else
     act "run apt-get update" apt-get update
     act "run apt-get install ${missing_packages[*]}" \
@@ -715,6 +724,53 @@ else
     else
         note "coaty-edge is running and unchanged"
     fi
+fi
+
+# --- 8. Dashboard (--dashboard) ---------------------------------------------------------------------------------------
+
+if ((dashboard)); then
+    step "Dashboard"
+    # The dashboard is a program of its own, so that the agent does not carry the web server library.
+    if [[ -n $binary ]]; then
+        built_dashboard=$(dirname "$binary")/coaty-edge-dashboard
+        [[ -x $built_dashboard ]] || die "--dashboard with --binary: $built_dashboard is missing (build it beside the agent)"
+    elif ((dry_run)); then
+        note "would run in $REPO_DIR: swift build -c release --static-swift-stdlib --product coaty-edge-dashboard"
+        built_dashboard=""
+    else
+        note "swift build -c release --static-swift-stdlib --product coaty-edge-dashboard (Swift 6.2 or newer)"
+        (cd "$REPO_DIR" && as_build_user "$swift_path" build -c release --static-swift-stdlib --product coaty-edge-dashboard) ||
+            die "the dashboard's build failed (see above); it needs Swift 6.2 or newer"
+        built_dashboard=$bin_dir/coaty-edge-dashboard
+        [[ -x $built_dashboard ]] || die "the build reported success but $built_dashboard is missing"
+    fi
+    dashboard_changed=0
+    if [[ -n $built_dashboard ]]; then
+        strip --strip-all -o "$work/coaty-edge-dashboard" "$built_dashboard"
+        if install_file "$work/coaty-edge-dashboard" /usr/local/bin/coaty-edge-dashboard 0755 root root; then dashboard_changed=1; fi
+    else
+        note "would strip and install the build result to /usr/local/bin/coaty-edge-dashboard"
+    fi
+    if make_password_file "$CONFIG_DIR/dashboard.token" root 0600; then dashboard_changed=1; fi
+    printf '%s\n' "# Options of coaty-edge-dashboard (see coaty-edge-dashboard --help); then: systemctl restart coaty-edge-dashboard" \
+        "# To open the page to other machines, listen on 0.0.0.0:8080 (the token in dashboard.token is asked for)." \
+        "DASHBOARD_OPTIONS=--broker $operator_url --listen 127.0.0.1:8080" >"$work/dashboard.env"
+    install_new_file "$work/dashboard.env" "$CONFIG_DIR/dashboard.env" 0640 root root && dashboard_changed=1
+    if install_file "$DEPLOY_DIR/coaty-edge-dashboard.service" /etc/systemd/system/coaty-edge-dashboard.service 0644 root root; then
+        dashboard_changed=1
+        [[ -z $root && -d /run/systemd/system ]] && act "reload systemd" systemctl daemon-reload
+    fi
+    if [[ -n $root ]]; then
+        act "enable coaty-edge-dashboard.service in $root" systemctl --root="$root" --quiet enable coaty-edge-dashboard.service
+    elif [[ ! -d /run/systemd/system ]]; then
+        warn "systemd is not running here: enable and start coaty-edge-dashboard.service yourself"
+    else
+        act "enable coaty-edge-dashboard.service" systemctl --quiet enable coaty-edge-dashboard.service
+        if ((dashboard_changed)) || ! systemctl --quiet is-active coaty-edge-dashboard.service; then
+            act "restart coaty-edge-dashboard" systemctl restart coaty-edge-dashboard.service
+        fi
+    fi
+    note "dashboard: http://127.0.0.1:8080/ (user: any, password: the token in $CONFIG_DIR/dashboard.token)"
 fi
 
 step "Done"

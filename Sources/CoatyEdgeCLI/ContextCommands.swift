@@ -62,6 +62,32 @@ public enum ContextCommands {
         return .noAnswer
     }
 
+    /// `coaty-edge context set` (and the dashboard's control): finds the context (the one named, or the only one
+    /// that answers), sets `key` to `value` and says the new version, or fails with why not: no such context,
+    /// several contexts and no name, the router's refusal, no answer.
+    public static func setProperty(
+        _ session: ClientSession, contextName name: String?, key: String, value: JSONValue, expectedVersion: Int? = nil,
+        timeout: Duration
+    ) async throws -> String {
+        if let refusal = refusal(forKey: key) { throw CommandFailure(.usage, refusal) }
+        let contexts = await discover(session, name: name, timeout: timeout)
+        guard let target = contexts.first else {
+            throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
+        }
+        guard contexts.count == 1 else {
+            let names = contexts.map { "\($0.name) (\($0.objectId))" }.joined(separator: ", ")
+            throw CommandFailure(.usage, "several IO contexts answered: \(names); choose one with --context")
+        }
+        switch try await set(session, context: target, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout) {
+        case .completed(let updated):
+            return "\(updated.name): \(key) = \(value.serialized()) (version \(version(of: updated)))"
+        case .refused(let reason):
+            throw CommandFailure(.failure, "\(target.name): the router refused the update: \(reason)")
+        case .noAnswer:
+            throw CommandFailure(.failure, "\(target.name): no router answered the update within \(timeout)")
+        }
+    }
+
     /// The context's version; a context no Update has changed yet has none, which its router counts as 0.
     public static func version(of context: IoContext) -> Int {
         context[IoRouter.versionProperty]?.intValue ?? 0

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 
 struct Config: ParsableCommand {
     static let configuration = CommandConfiguration(

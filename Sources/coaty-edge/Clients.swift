@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 
 struct Observe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -208,27 +209,11 @@ struct Context: AsyncParsableCommand {
             try await perform {
                 let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), self.timeout.duration)
                 let expectedVersion = self.expectedVersion
-                let line = try await connection.withSession { session -> String in
-                    let contexts = await ContextCommands.discover(session, name: name, timeout: timeout)
-                    guard let target = contexts.first else {
-                        throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
-                    }
-                    guard contexts.count == 1 else {
-                        let names = contexts.map { "\($0.name) (\($0.objectId))" }.joined(separator: ", ")
-                        throw CommandFailure(.usage, "several IO contexts answered: \(names); choose one with --context")
-                    }
-                    switch try await ContextCommands.set(
-                        session, context: target, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
-                    {
-                    case .completed(let updated):
-                        return "\(updated.name): \(key) = \(value.serialized()) (version \(ContextCommands.version(of: updated)))\n"
-                    case .refused(let reason):
-                        throw CommandFailure(.failure, "\(target.name): the router refused the update: \(reason)")
-                    case .noAnswer:
-                        throw CommandFailure(.failure, "\(target.name): no router answered the update within \(timeout)")
-                    }
+                let line = try await connection.withSession { session in
+                    try await ContextCommands.setProperty(
+                        session, contextName: name, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
                 }
-                StandardOutput.write(line)
+                StandardOutput.write(line + "\n")
             }
         }
     }

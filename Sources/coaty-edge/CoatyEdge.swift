@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 
 @main
 struct CoatyEdge: AsyncParsableCommand {
@@ -11,17 +12,7 @@ struct CoatyEdge: AsyncParsableCommand {
             78 invalid configuration or rule files, a password file others may read, or run as root.
             """,
         version: BuildInfo.description,
-        subcommands: [Run.self, Observe.self, Agents.self, Rules.self, Context.self, Shared.self, Config.self, HomeAssistant.self])
-}
-
-/// Runs a subcommand's work; a `CommandFailure` becomes its message on standard error and its exit status.
-func perform(_ work: () async throws -> Void) async throws {
-    do {
-        try await work()
-    } catch let failure as CommandFailure {
-        StandardError.write("coaty-edge: \(failure.description)\n")
-        throw ExitCode(failure.status.rawValue)
-    }
+        subcommands: [Run.self, Observe.self, Agents.self, Rules.self, Context.self, Shared.self, Config.self, HomeAssistant.self, Dashboard.self])
 }
 
 /// Exits with `status`; a failing status without a message (the output said it all).

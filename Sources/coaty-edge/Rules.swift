@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 
 struct Rules: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

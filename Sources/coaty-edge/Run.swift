@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 import Logging
 
 struct Run: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoatyEdgeCLI
+import CoatyEdgeOptions
 
 struct Shared: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

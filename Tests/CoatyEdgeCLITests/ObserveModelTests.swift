@@ -179,4 +179,41 @@ import Testing
             {"event":"value","time":2000,"route":"coaty/3/-/IOV/s1","sourceId":"s1","sourceName":"Boiler","valueType":"Temperature","agentId":"ag1","agentName":"Sensors","context":"Ctx","value":21,"rate":0.5}
             """#)
     }
+
+    /// The dashboard starts a page from the model's replay: the events that tell what is known now, and nothing
+    /// that has gone (an agent that left, a pair disassociated).
+    @Test func replayTellsWhatIsKnownNowAsEvents() throws {
+        var model = ObserveModel(ownAgentId: "me")
+        let sensors = Self.agent("ag1", "Sensors", sources: [Self.source])
+        _ = model.apply(.joined(sensors), at: 0)
+        _ = model.apply(.joined(Self.agent("ag2", "Displays", actors: [Self.actor])), at: 0)
+        _ = model.apply(.joined(Self.agent("ag3", "Gone soon", sources: [Self.rawSource])), at: 0)
+        _ = model.apply(AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: "r/s1", updateRate: 500),
+                        routerId: "router", at: 5, rule: "always")
+        _ = model.applyValue(Array("21.5".utf8), on: "r/s1", at: 7)
+        let context: JSONObject = ["name": "Ctx", "objectId": "c1", "coreType": "IoContext", "operatingState": "normal", "contextVersion": 2]
+        _ = model.apply(context: context, at: 8)
+        _ = model.apply(.left(Self.agent("ag3", "Gone soon", sources: [Self.rawSource])), at: 9)
+
+        let replay = model.replay(at: 10)
+        #expect(replay.map(\.kind) == ["agentJoined", "agentJoined", "context", "associated", "value"])
+        #expect(replay.first == .agentJoined(.init(
+            time: 10, agentId: "ag2", name: "Displays", namespace: "-", sources: [],
+            actors: [.init(id: "a1", name: "Display", valueType: "Temperature", agentId: "ag2", agentName: "Displays", context: "Ctx")])))
+        #expect(replay[2] == .context(.init(time: 10, name: "Ctx", objectId: "c1", version: 2, object: context)))
+        #expect(replay[3] == .associated(.init(
+            time: 10, context: "Ctx", routerId: "router", sourceId: "s1", sourceName: "Boiler", actorId: "a1", actorName: "Display",
+            route: "r/s1", updateRate: 500, rule: "always")))
+        guard case .value(let value) = replay[4] else { throw Failure("no value: \(replay)") }
+        #expect(value.time == 7 && value.route == "r/s1" && value.sourceId == "s1" && value.value == .json(21.5))
+
+        _ = model.apply(AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil),
+                        routerId: "router", at: 11)
+        #expect(!model.replay(at: 12).contains { $0.kind == "associated" })
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
 }

@@ -25,6 +25,8 @@ private struct FakeSwift {
                 "build -c release --static-swift-stdlib --product coaty-edge")
                     cp "\(product)" "\(binDirectory.path)/coaty-edge"
                     id -un > "\(binDirectory.path)/built-by" ;;
+                "build -c release --static-swift-stdlib --product coaty-edge-dashboard")
+                    cp "\(product)" "\(binDirectory.path)/coaty-edge-dashboard" ;;
                 *) echo "fake swift: unexpected arguments: $*" >&2; exit 2 ;;
             esac
 
@@ -262,6 +264,42 @@ struct InstallScriptTests {
             "keeping: /etc/coaty-edge/broker.password", "keeping the password of coaty-edge",
             "keeping: /etc/coaty-edge/agent.json", "unchanged: /etc/systemd/system/coaty-edge.service",
         ] {
+            #expect(second.output.contains(message), "missing: \(message)\n\(second.output)")
+        }
+    }
+
+    /// --dashboard: the dashboard's program beside the agent's, its unit enabled, where it listens (loopback, the operators'
+    /// listener) and a token only root reads; a second run keeps the token and the edited options.
+    @Test("--root --dashboard installs the dashboard, its unit, its options and its token", .enabled(if: Deploy.isRoot))
+    func installsTheDashboard() async throws {
+        let swift = try FakeSwift()
+        let root = try makeTargetRoot()
+        let first = try await install(["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
+        #expect(first.succeeded, "\(first.output)\(first.errors)")
+        func status(_ path: String) throws -> FileStatus { try FileStatus(root.file(path).path) }
+        #expect(try status("usr/local/bin/coaty-edge-dashboard") == FileStatus(uid: 0, gid: 0, permissions: 0o755))
+        #expect(
+            try root.read("etc/systemd/system/coaty-edge-dashboard.service")
+                == String(contentsOfFile: Deploy.path("coaty-edge-dashboard.service"), encoding: .utf8))
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(
+                atPath: root.file("etc/systemd/system/multi-user.target.wants/coaty-edge-dashboard.service").path)
+                == "/etc/systemd/system/coaty-edge-dashboard.service")
+        #expect(try status("etc/coaty-edge/dashboard.token") == FileStatus(uid: 0, gid: 0, permissions: 0o600))
+        let token = try root.read("etc/coaty-edge/dashboard.token")
+        #expect(token.range(of: #"^[0-9a-f]{32}\n$"#, options: .regularExpression) != nil)
+        #expect(try status("etc/coaty-edge/dashboard.env") == FileStatus(uid: 0, gid: 0, permissions: 0o640))
+        #expect(try root.read("etc/coaty-edge/dashboard.env").hasSuffix(
+            "\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 127.0.0.1:8080\n"))
+        #expect(first.output.contains("skipped with --root: apt installs into / only; the target needs: ") && first.output.contains("libjs-dygraphs"))
+
+        try root.write("# edited\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 0.0.0.0:8080\n", to: "etc/coaty-edge/dashboard.env")
+        let second = try await install(["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
+        #expect(second.succeeded, "\(second.output)\(second.errors)")
+        #expect(try root.read("etc/coaty-edge/dashboard.token") == token)
+        #expect(try root.read("etc/coaty-edge/dashboard.env").hasPrefix("# edited\n"))
+        for message in ["unchanged: /usr/local/bin/coaty-edge-dashboard", "keeping: /etc/coaty-edge/dashboard.token",
+                        "keeping: /etc/coaty-edge/dashboard.env", "unchanged: /etc/systemd/system/coaty-edge-dashboard.service"] {
             #expect(second.output.contains(message), "missing: \(message)\n\(second.output)")
         }
     }

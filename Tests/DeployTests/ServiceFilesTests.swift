@@ -38,6 +38,25 @@ struct ServiceFilesTests {
         #expect(aboutTheUnit.isEmpty, "\(aboutTheUnit)")
     }
 
+    @Test(
+        "systemd-analyze accepts the dashboard's unit without a warning and rates its sandbox below 2.0",
+        .enabled(if: Deploy.has("systemd-analyze")))
+    func dashboardUnitVerifies() async throws {
+        let scratch = try ScratchDirectory()
+        let program = scratch.file("coaty-edge-dashboard")
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: program.path)
+        let shipped = try String(contentsOfFile: Deploy.path("coaty-edge-dashboard.service"), encoding: .utf8)
+        #expect(shipped.contains("ExecStart=/usr/local/bin/coaty-edge-dashboard --username coaty-operator "))
+        let unit = try scratch.write(
+            shipped.replacingOccurrences(of: "ExecStart=/usr/local/bin/coaty-edge-dashboard", with: "ExecStart=\(program.path)"),
+            to: "coaty-edge-dashboard.service")
+        let verified = try await Command("systemd-analyze", "verify", "--man=no", unit.path).run()
+        #expect(verified.succeeded, "\(verified.errors)")
+        #expect(verified.errors.split(separator: "\n").filter { $0.contains("coaty-edge") }.isEmpty, "\(verified.errors)")
+        let security = try await Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", unit.path).run()
+        #expect(security.succeeded, "\(security.output)\(security.errors)")
+    }
+
     /// Without this the test above could pass because systemd-analyze stays silent here: it must report a misspelt
     /// directive, an unknown system call group and a bad address family, all of which it only warns about.
     @Test("systemd-analyze verify reports misspelt directives here", .enabled(if: Deploy.has("systemd-analyze")))

@@ -130,6 +130,7 @@ public struct ObserveModel: Sendable {
     struct SourceActivity {
         var last: ObservedValue
         var lastTime: Int64
+        var route: String
         var rates: RateWindow
     }
 
@@ -234,9 +235,10 @@ public struct ObserveModel: Sendable {
         guard let sourceId = routeSources[route] else { return nil }
         let source = sources[sourceId]
         let value = ObservedValue(payload: payload, isRaw: source?.isRaw ?? false)
-        var state = activity[sourceId] ?? SourceActivity(last: value, lastTime: time, rates: RateWindow(start: time))
+        var state = activity[sourceId] ?? SourceActivity(last: value, lastTime: time, route: route, rates: RateWindow(start: time))
         state.last = value
         state.lastTime = time
+        state.route = route
         state.rates.record(time)
         activity[sourceId] = state
         guard filter.admits(sourceId: sourceId, source) else { return nil }
@@ -302,6 +304,33 @@ public struct ObserveModel: Sendable {
         return Summary(
             agents: admittedAgents.count, joined: tally.joined, left: tally.left, sources: admittedSources.count,
             routedSources: routed.count, values: tally.values, failingAgents: failing.count)
+    }
+
+    /// What the model knows now, as the events that would tell it to someone who just started watching: each
+    /// agent joining, its device status, each IO context, each association, and each source's last value.
+    public func replay(at time: Int64) -> [ObserveEvent] {
+        var events = agents.values.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }.map { ObserveEvent.agentJoined(seen($0, at: time)) }
+        for (agentId, devices) in deviceStatus.sorted(by: { $0.key < $1.key }) {
+            events.append(.deviceStatus(.init(time: time, agentId: agentId, agentName: agents[agentId]?.name, devices: devices)))
+        }
+        for (objectId, object) in contextObjects.sorted(by: { $0.key < $1.key }) {
+            guard let name = object["name"]?.stringValue, filter.context == nil || filter.context == name else { continue }
+            events.append(.context(.init(
+                time: time, name: name, objectId: objectId, version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
+        }
+        let pairs = associations.sorted { ($0.key.context, $0.key.sourceId, $0.key.actorId) < ($1.key.context, $1.key.sourceId, $1.key.actorId) }
+        for (key, association) in pairs where filter.admits(sourceId: key.sourceId, sources[key.sourceId], context: key.context) {
+            events.append(.associated(.init(
+                time: time, context: key.context, routerId: association.routerId, sourceId: key.sourceId,
+                sourceName: sources[key.sourceId]?.name, actorId: key.actorId, actorName: actors[key.actorId]?.name,
+                route: association.route, updateRate: association.updateRate, rule: association.rule)))
+        }
+        for (sourceId, state) in activity.sorted(by: { $0.key < $1.key }) where filter.admits(sourceId: sourceId, sources[sourceId]) {
+            events.append(.value(.init(
+                time: state.lastTime, route: state.route, sourceId: sourceId, source: sources[sourceId], value: state.last,
+                rate: state.rates.rate(at: time))))
+        }
+        return events
     }
 
     // MARK: - Learning

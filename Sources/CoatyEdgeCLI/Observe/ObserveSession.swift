@@ -25,23 +25,87 @@ public enum ObserveSession {
         case deviceStatus(CoatyObject, from: String)
         case context(CoatyObject)
         case router(RouterReport.Answer)
+        case routerAnswersDone
         case redraw
     }
 
     /// How many events other than values the table keeps.
     static let recentEventCount = 50
 
+    /// What `follow` hands on: events the model reported, or a periodic tick (for a redraw).
+    public enum Step: Sendable {
+        case events([ObserveEvent])
+        case tick
+    }
+
     /// Runs until the task is cancelled (Ctrl-C), on a session that is online.
     public static func run(
         _ session: ClientSession, filter: ObserveModel.Filter, output: Output,
         startupTimeout: Duration = .seconds(3), write: @escaping @Sendable (String) -> Void = StandardOutput.write
     ) async {
+        var recent: [String] = []
+        var tick: Duration?
+        switch output {
+        case .table:
+            write(LiveTable.enter)
+            tick = .milliseconds(500)
+        case .summary(let every):
+            tick = every
+        case .json, .lines:
+            break
+        }
+        // The first tick comes at the start; a summary line covers the interval since the one before.
+        var lastSummary: Int64?
+        await follow(session, filter: filter, startupTimeout: startupTimeout, tick: tick) { model, step, now in
+            switch step {
+            case .tick:
+                if case .summary = output {
+                    if let last = lastSummary {
+                        let summary = model.summary()
+                        write(summary.line(time: String(ClockTime.local(now).prefix(8)), seconds: Double(now - last) / 1000) + "\n")
+                    } else {
+                        _ = model.summary()
+                    }
+                    lastSummary = now
+                }
+                if case .table(let title) = output {
+                    let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
+                    let size = StandardOutput.terminalSize() ?? (100, 30)
+                    write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
+                }
+            case .events(let events):
+                for event in events {
+                    switch output {
+                    case .json:
+                        write(event.json.serialized() + "\n")
+                    case .lines:
+                        write(event.line + "\n")
+                    case .summary:
+                        continue
+                    case .table:
+                        if case .value = event { continue }
+                        recent.append(event.line)
+                        if recent.count > recentEventCount { recent.removeFirst(recent.count - recentEventCount) }
+                    }
+                }
+            }
+        }
+        if case .table = output { write(LiveTable.leave) }
+    }
+
+    /// Feeds what arrives from the broker into an `ObserveModel` until the task is cancelled, and hands each
+    /// step's events (and a tick every `tick`, if given, the first at the start) to `handle` with the model as it is
+    /// then (which it may update: a summary starts its next interval) and the time.
+    /// `observe` and the web dashboard both watch the broker this way. An Associate event does not say which rule
+    /// made the pair: with `asksForRules`, an association without one makes it ask the routers again (once at a time,
+    /// a context switch's burst of associations costs one call), and the answer adds the rules.
+    public static func follow(
+        _ session: ClientSession, filter: ObserveModel.Filter, startupTimeout: Duration = .seconds(3), tick: Duration? = nil,
+        asksForRules: Bool = false, _ handle: (inout ObserveModel, Step, Int64) async -> Void
+    ) async {
         let manager = session.manager
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
         var model = ObserveModel(filter: filter, ownAgentId: manager.identity.objectId)
-        var recent: [String] = []
-        if case .table = output { write(LiveTable.enter) }
-
         await withDiscardingTaskGroup { group in
             let presenceChanges = session.presence.changes()
             group.addTask { await session.presence.run() }
@@ -77,23 +141,16 @@ public enum ObserveSession {
                 group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
             }
             group.addTask { await routerAnswers() }
-            let redrawInterval: Duration? =
-                switch output {
-                case .table: .milliseconds(500)
-                case .summary(let every): every
-                case .json, .lines: nil
-                }
-            if let redrawInterval {
+            if let tick {
                 group.addTask {
-                    if case .table = output { feed.yield(.redraw) }
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: redrawInterval)
                         feed.yield(.redraw)
+                        try? await Task.sleep(for: tick)
                     }
                 }
             }
-            var lastSummary = ClockTime.now()
 
+            var isAskingRouters = false
             for await input in inputs {
                 let now = ClockTime.now()
                 var changes = ObserveModel.Changes()
@@ -110,16 +167,22 @@ public enum ObserveSession {
                     changes = model.apply(context: object.json, at: now)
                 case .router(let answer):
                     changes = model.applyRouterAssociations(answer.result, routerId: answer.routerAgentId, at: now)
+                case .routerAnswersDone:
+                    isAskingRouters = false
                 case .redraw:
-                    if case .summary = output {
-                        let summary = model.summary()
-                        write(summary.line(time: String(ClockTime.local(now).prefix(8)), seconds: Double(now - lastSummary) / 1000) + "\n")
-                        lastSummary = now
-                    }
-                    if case .table(let title) = output {
-                        let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
-                        let size = StandardOutput.terminalSize() ?? (100, 30)
-                        write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
+                    await handle(&model, .tick, now)
+                }
+                let lacksRule = changes.events.contains { event in
+                    if case .associated(let change) = event { return change.rule == nil }
+                    return false
+                }
+                if asksForRules && lacksRule && !isAskingRouters {
+                    isAskingRouters = true
+                    group.addTask {
+                        // The rest of the burst first.
+                        try? await Task.sleep(for: .milliseconds(200))
+                        await routerAnswers()
+                        feed.yield(.routerAnswersDone)
                     }
                 }
                 for route in changes.newRoutes {
@@ -131,23 +194,9 @@ public enum ObserveSession {
                     group.addTask { for await associate in associates { feed.yield(.associate(associate)) } }
                     group.addTask { await routerAnswers() }
                 }
-                for event in changes.events {
-                    switch output {
-                    case .json:
-                        write(event.json.serialized() + "\n")
-                    case .lines:
-                        write(event.line + "\n")
-                    case .summary:
-                        continue
-                    case .table:
-                        if case .value = event { continue }
-                        recent.append(event.line)
-                        if recent.count > recentEventCount { recent.removeFirst(recent.count - recentEventCount) }
-                    }
-                }
+                if !changes.events.isEmpty { await handle(&model, .events(changes.events), now) }
             }
             group.cancelAll()
         }
-        if case .table = output { write(LiveTable.leave) }
     }
 }
