@@ -1,6 +1,5 @@
 import EdgeEmulation
 import EdgeHardware
-import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
@@ -24,7 +23,7 @@ final class DeviceEmulation: Sendable {
 
     init(_ devices: DeviceConfiguration) throws {
         let hardware = try EmulatedHardware()
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-edge-emulated-\(getpid())").path
+        let root = EmulatedFiles.temporaryDirectory + "/coaty-edge-emulated-\(getpid())"
         sysfsRoot = root
         var chips: [Chip] = []
         var oneWire: [(String, Double)] = []
@@ -40,12 +39,12 @@ final class DeviceEmulation: Sendable {
                 chips.append(Chip(chip: try hardware.addChip(sensor.driver.emulatedModel, bus: number, address: address), phase: phase))
             case .oneWire(let deviceId):
                 let directory = "\(root)/bus/w1/devices/\(deviceId)"
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                try EmulatedFiles.makeDirectories(directory)
                 oneWire.append(("\(directory)/w1_slave", phase))
             case .thermalZone(let zone):
                 let directory = "\(root)/class/thermal/thermal_zone\(zone)"
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                try Data("cpu-thermal\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/type"))
+                try EmulatedFiles.makeDirectories(directory)
+                try EmulatedFiles.replace("\(directory)/type", with: "cpu-thermal\n")
                 thermal.append(("\(directory)/temp", phase))
             }
         }
@@ -89,12 +88,12 @@ final class DeviceEmulation: Sendable {
         for file in oneWireFiles {
             let millidegrees = Int((temperature(file.phase) * 1000).rounded())
             let content = "72 01 4b 46 7f ff 0e 10 57 : crc=57 YES\n72 01 4b 46 7f ff 0e 10 57 t=\(millidegrees)\n"
-            try Data(content.utf8).write(to: URL(fileURLWithPath: file.path), options: .atomic)
+            try EmulatedFiles.replace(file.path, with: content)
         }
         for file in thermalFiles {
             // An SoC runs warmer, and crosses a fan's thresholds around 55 and 60 °C.
             let millidegrees = Int(((48 + 14 * sin(t / 30 + file.phase)) * 1000).rounded())
-            try Data("\(millidegrees)\n".utf8).write(to: URL(fileURLWithPath: file.path), options: .atomic)
+            try EmulatedFiles.overwrite(file.path, with: "\(millidegrees)\n")
         }
         let level = Int(t / 20) % 2 == 1
         for input in inputs {
@@ -103,7 +102,71 @@ final class DeviceEmulation: Sendable {
     }
 
     func removeFiles() {
-        try? FileManager.default.removeItem(atPath: sysfsRoot)
+        EmulatedFiles.removeTree(sysfsRoot)
+    }
+}
+
+/// The files of the emulated sysfs tree, written the ways the drivers read them, with POSIX calls: the agent's path
+/// needs no Foundation.
+enum EmulatedFiles {
+    /// `$TMPDIR`, or `/tmp`.
+    static var temporaryDirectory: String {
+        getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    }
+
+    /// Makes the directory and the ones above it that are missing.
+    static func makeDirectories(_ path: String) throws(EmulationSetupError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw failure("cannot make the directory \(prefix)") }
+        }
+    }
+
+    /// Writes `text` in place, padded with spaces to `width` bytes so that no write leaves a shorter file: a reader
+    /// that keeps the file open and reads it from its start (a thermal zone) reads the new value, as from sysfs,
+    /// and never an empty or cut file. The drivers trim the whitespace, as the kernel's attributes end in a newline.
+    static func overwrite(_ path: String, with text: String, width: Int = 16) throws(EmulationSetupError) {
+        let padded = Array(text.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: max(0, width - text.utf8.count))
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw failure("cannot open \(path)") }
+        defer { close(descriptor) }
+        let written = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard written == padded.count else { throw failure("cannot write \(path)") }
+    }
+
+    /// Writes `text` to a new file that takes the place of `path`, so that a reader that opens the file for each read
+    /// (a 1-Wire device) sees the old or the new content whole.
+    static func replace(_ path: String, with text: String) throws(EmulationSetupError) {
+        let temporary = path + ".new"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw failure("cannot open \(temporary)") }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let writeError = failure("cannot write \(temporary)")
+        close(descriptor)
+        guard written == bytes.count else { throw writeError }
+        guard rename(temporary, path) == 0 else { throw failure("cannot rename \(temporary) to \(path)") }
+    }
+
+    /// Removes the directory and everything below it, as far as it can.
+    static func removeTree(_ path: String) {
+        if let stream = opendir(path) {
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                if name == "." || name == ".." { continue }
+                let child = path + "/" + name
+                if Int32(entry.pointee.d_type) == Int32(DT_DIR) { removeTree(child) } else { unlink(child) }
+            }
+            closedir(stream)
+        }
+        rmdir(path)
+    }
+
+    private static func failure(_ what: String) -> EmulationSetupError {
+        EmulationSetupError("\(what): \(String(cString: strerror(errno)))")
     }
 }
 

@@ -1,12 +1,16 @@
-# Sourced by the measurement scripts: builds the release coaty-edge ($bin), makes a scratch folder ($work) that is
+# Sourced by the measurement scripts: builds the release coaty-edge ($bin; or takes $COATY_EDGE_BIN as it is), makes a scratch folder ($work) that is
 # removed on exit together with every process in $pids, and starts a private mosquitto on a free port ($port).
 # Takes $repo and $name (for the scratch folder) from the script that sources it.
 # shellcheck shell=bash
 # $repo and $name come from the sourcing script, which uses $bin, $work, $port and $pids.
 # shellcheck disable=SC2154,SC2034
 cd "$repo" || exit
-swift build -c release --product coaty-edge >/dev/null
-bin="$(swift build -c release --product coaty-edge --show-bin-path)/coaty-edge"
+if [[ -n ${COATY_EDGE_BIN:-} ]]; then
+    bin=$COATY_EDGE_BIN
+else
+    swift build -c release --product coaty-edge >/dev/null
+    bin="$(swift build -c release --product coaty-edge --show-bin-path)/coaty-edge"
+fi
 
 work=$(mktemp -d -t "coaty-edge-$name-XXXXXX")
 pids=()
