@@ -93,7 +93,7 @@ final class DeviceEmulation: Sendable {
         for file in thermalFiles {
             // An SoC runs warmer, and crosses a fan's thresholds around 55 and 60 °C.
             let millidegrees = Int(((48 + 14 * sin(t / 30 + file.phase)) * 1000).rounded())
-            try EmulatedFiles.overwrite(file.path, with: "\(millidegrees)\n")
+            try EmulatedFiles.replace(file.path, with: "\(millidegrees)\n")
         }
         let level = Int(t / 20) % 2 == 1
         for input in inputs {
@@ -106,8 +106,7 @@ final class DeviceEmulation: Sendable {
     }
 }
 
-/// The files of the emulated sysfs tree, written the ways the drivers read them, with POSIX calls: the agent's path
-/// needs no Foundation.
+/// The files of the emulated sysfs tree, written with POSIX calls: the agent's path needs no Foundation.
 enum EmulatedFiles {
     /// `$TMPDIR`, or `/tmp`.
     static var temporaryDirectory: String {
@@ -123,20 +122,9 @@ enum EmulatedFiles {
         }
     }
 
-    /// Writes `text` in place, padded with spaces to `width` bytes so that no write leaves a shorter file: a reader
-    /// that keeps the file open and reads it from its start (a thermal zone) reads the new value, as from sysfs,
-    /// and never an empty or cut file. The drivers trim the whitespace, as the kernel's attributes end in a newline.
-    static func overwrite(_ path: String, with text: String, width: Int = 16) throws(EmulationSetupError) {
-        let padded = Array(text.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: max(0, width - text.utf8.count))
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw failure("cannot open \(path)") }
-        defer { close(descriptor) }
-        let written = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        guard written == padded.count else { throw failure("cannot write \(path)") }
-    }
-
-    /// Writes `text` to a new file that takes the place of `path`, so that a reader that opens the file for each read
-    /// (a 1-Wire device) sees the old or the new content whole.
+    /// Writes `text` to a new file that takes the place of `path`, so that a reader sees the old or the new content
+    /// whole, never an empty or cut file (a thermal zone that keeps the file open notices the rename and reads the path
+    /// again).
     static func replace(_ path: String, with text: String) throws(EmulationSetupError) {
         let temporary = path + ".new"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -7,8 +7,14 @@ import Synchronization
 
 /// A sysfs attribute that is read again and again (a thermal zone's `temp`): the file stays open and each read is
 /// one `pread` from its start into a buffer on the stack, parsed where it lies. The kernel regenerates an
-/// attribute's text on every read from offset 0, so the open file never goes stale; after a failed read the file is
-/// closed and opened afresh by the next one, so a device that goes away and comes back is found again.
+/// attribute's text on every read from offset 0, so the open file never goes stale, and a read of an attribute whose
+/// device went away fails (ENODEV). After a failed read the file is closed and opened afresh by the next one, so a
+/// device that comes back is found again.
+///
+/// A regular file (a tree that tests, the emulation or a benchmark write) does not fail when it is removed or
+/// replaced by a rename, so each read also checks with `fstat` that the open file still has a name, and opens the
+/// path again if not. (Telling sysfs apart to skip that would take `fstatfs`, which the Glibc module does not offer,
+/// and the umockdev preload redirects `/sys`; an `fstat` costs far less than the `open` and `close` it saves.)
 final class SysfsAttribute: Sendable {
     let path: String
     /// The open file, or -1 before the first read and after a failure. The lock also keeps a read from racing a
@@ -46,22 +52,44 @@ final class SysfsAttribute: Sendable {
                 descriptor = open(path, O_RDONLY | O_CLOEXEC)
                 guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
             }
-            var filled = 0
-            while filled < buffer.count {
-                let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, off_t(filled))
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    close(descriptor)
-                    descriptor = -1
-                    return .failure(SysfsFile.failure(code, path))
-                }
-                if count == 0 { break }
-                filled += count
+            var count = Self.readAll(descriptor, into: buffer)
+            if count >= 0 && !Self.isLinked(descriptor) {
+                // Removed or replaced since it was opened: read what is at the path now.
+                close(descriptor)
+                descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
+                count = Self.readAll(descriptor, into: buffer)
             }
-            return .success(filled)
+            guard count >= 0 else {
+                let code = errno
+                close(descriptor)
+                descriptor = -1
+                return .failure(SysfsFile.failure(code, path))
+            }
+            return .success(count)
         }
         return try result.get()
+    }
+
+    /// Whether the open file still has a name: false once it was removed, or replaced by a rename.
+    private static func isLinked(_ descriptor: Int32) -> Bool {
+        var status = stat()
+        return fstat(descriptor, &status) != 0 || status.st_nlink > 0
+    }
+
+    /// Reads from offset 0 until the end of the file or of the buffer; the number of bytes, or -1 with errno set.
+    private static func readAll(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, off_t(filled))
+            if count < 0 {
+                if errno == EINTR { continue }
+                return -1
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
     }
 
     /// The integer the bytes spell, with whitespace around it allowed and a sign before it: what `Int64(String)`

@@ -1,6 +1,10 @@
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @testable import EdgeHardware
 
 /// A clock whose time moves only when the test advances it; sleepers wait until then. It counts who sleeps on it, so
@@ -275,6 +279,37 @@ private struct ClockedSensor: Sensor {
         #expect(try attribute.integer() == 48312)
         try tree.write("attribute", "7\n")
         #expect(try attribute.integer() == 7)
+    }
+
+    /// Outside sysfs a removed file stays readable through an open descriptor: the attribute notices and reads the
+    /// path again, as a removed sysfs attribute fails.
+    @Test func aRemovedFileIsNoDeviceAndARecreatedOneIsRead() throws {
+        let tree = try SysfsTree()
+        let path = tree.root + "/zone/temp"
+        try tree.write("zone/temp", "40000\n")
+        let attribute = SysfsAttribute(path: path)
+        #expect(try attribute.integer() == 40000)
+        try tree.remove("zone/temp")
+        #expect(throws: SensorError.noDevice(path)) { try attribute.integer() }
+        try tree.write("zone/temp", "41000\n")
+        #expect(try attribute.integer() == 41000)
+    }
+
+    @Test func aFileReplacedByARenameIsReadAnew() throws {
+        let tree = try SysfsTree()
+        try tree.write("temp", "40000\n")
+        let attribute = SysfsAttribute(path: tree.root + "/temp")
+        #expect(try attribute.integer() == 40000)
+        try tree.write("temp.new", "42000\n")
+        #expect(rename(tree.root + "/temp.new", tree.root + "/temp") == 0)
+        #expect(try attribute.integer() == 42000)
+    }
+
+    @Test(.enabled(if: access("/sys/kernel/uevent_seqnum", R_OK) == 0))
+    func readsARealSysfsAttributeAgainAndAgain() throws {
+        let attribute = SysfsAttribute(path: "/sys/kernel/uevent_seqnum")
+        let first = try attribute.integer()
+        #expect(try attribute.integer() >= first)
     }
 
     /// A read that fails closes the file; the next opens it again, so a zone that comes back is read.
