@@ -121,11 +121,14 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
         }
     }
 
-    /// Where `index` of `count` sensors polled at the same `interval` starts in it: spread evenly, so that they do not
-    /// all read at once.
-    public static func phase(of index: Int, among count: Int, interval: Duration) -> Duration {
+    /// Where `index` of `count` sensors polled at the same `interval` starts in it: the sensors are dealt into as few
+    /// slots spread evenly over the interval as hold at most `batch` each, so that many sensors do not all read at
+    /// once, and a few (up to `batch`) share one wake-up, which costs less than one each.
+    public static func phase(of index: Int, among count: Int, interval: Duration, batch: Int = 16) -> Duration {
         precondition(count > 0 && (0..<count).contains(index), "index must be one of count")
-        return interval / count * index
+        precondition(batch > 0, "a slot holds at least one sensor")
+        let slots = (count + batch - 1) / batch
+        return interval / slots * (index % slots)
     }
 
     private struct Waiter {

@@ -214,10 +214,18 @@ private func eventually(_ what: Comment, _ condition: () -> Bool) async {
     }
 
     @Test func sensorsWithTheSameIntervalAreSpreadEvenlyOverIt() {
-        let phases = (0..<4).map { PollScheduler<ManualClock>.phase(of: $0, among: 4, interval: .seconds(1)) }
+        typealias Scheduler = PollScheduler<ManualClock>
+        let phases = (0..<4).map { Scheduler.phase(of: $0, among: 4, interval: .seconds(1), batch: 1) }
         #expect(phases == [0, 250, 500, 750].map(Duration.milliseconds))
-        #expect(PollScheduler<ManualClock>.phase(of: 0, among: 1, interval: .milliseconds(100)) == .zero)
-        #expect(PollScheduler<ManualClock>.phase(of: 999, among: 1000, interval: .milliseconds(100)) == .microseconds(99_900))
+        // Five sensors in slots of two: three slots, a third of the interval apart.
+        let paired = (0..<5).map { Scheduler.phase(of: $0, among: 5, interval: .milliseconds(300), batch: 2) }
+        #expect(paired == [0, 100, 200, 0, 100].map(Duration.milliseconds))
+        // A few sensors read together: one wake-up for all.
+        #expect((0..<16).allSatisfy { Scheduler.phase(of: $0, among: 16, interval: .seconds(1)) == .zero })
+        // A thousand at 10 Hz: 63 slots of at most 16, about 1.6 ms apart.
+        let thousand = Set((0..<1000).map { Scheduler.phase(of: $0, among: 1000, interval: .milliseconds(100)) })
+        #expect(thousand.count == 63)
+        #expect(thousand.max() == .milliseconds(100) / 63 * 62)
     }
 
     /// A poller on the scheduler first reads at its phase and then keeps it: every read is a whole number of
