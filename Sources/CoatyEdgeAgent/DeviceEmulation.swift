@@ -1,5 +1,6 @@
 import EdgeEmulation
 import EdgeHardware
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +24,7 @@ final class DeviceEmulation: Sendable {
 
     init(_ devices: DeviceConfiguration) throws {
         let hardware = try EmulatedHardware()
-        let root = EmulatedFiles.temporaryDirectory + "/coaty-edge-emulated-\(getpid())"
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-edge-emulated-\(getpid())").path
         sysfsRoot = root
         var chips: [Chip] = []
         var oneWire: [(String, Double)] = []
@@ -39,12 +40,12 @@ final class DeviceEmulation: Sendable {
                 chips.append(Chip(chip: try hardware.addChip(sensor.driver.emulatedModel, bus: number, address: address), phase: phase))
             case .oneWire(let deviceId):
                 let directory = "\(root)/bus/w1/devices/\(deviceId)"
-                try EmulatedFiles.makeDirectories(directory)
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 oneWire.append(("\(directory)/w1_slave", phase))
             case .thermalZone(let zone):
                 let directory = "\(root)/class/thermal/thermal_zone\(zone)"
-                try EmulatedFiles.makeDirectories(directory)
-                try EmulatedFiles.replace("\(directory)/type", with: "cpu-thermal\n")
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                try Data("cpu-thermal\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/type"))
                 thermal.append(("\(directory)/temp", phase))
             }
         }
@@ -88,12 +89,12 @@ final class DeviceEmulation: Sendable {
         for file in oneWireFiles {
             let millidegrees = Int((temperature(file.phase) * 1000).rounded())
             let content = "72 01 4b 46 7f ff 0e 10 57 : crc=57 YES\n72 01 4b 46 7f ff 0e 10 57 t=\(millidegrees)\n"
-            try EmulatedFiles.replace(file.path, with: content)
+            try Data(content.utf8).write(to: URL(fileURLWithPath: file.path), options: .atomic)
         }
         for file in thermalFiles {
             // An SoC runs warmer, and crosses a fan's thresholds around 55 and 60 °C.
             let millidegrees = Int(((48 + 14 * sin(t / 30 + file.phase)) * 1000).rounded())
-            try EmulatedFiles.replace(file.path, with: "\(millidegrees)\n")
+            try Data("\(millidegrees)\n".utf8).write(to: URL(fileURLWithPath: file.path), options: .atomic)
         }
         let level = Int(t / 20) % 2 == 1
         for input in inputs {
@@ -102,59 +103,7 @@ final class DeviceEmulation: Sendable {
     }
 
     func removeFiles() {
-        EmulatedFiles.removeTree(sysfsRoot)
-    }
-}
-
-/// The files of the emulated sysfs tree, written with POSIX calls: the agent's path needs no Foundation.
-enum EmulatedFiles {
-    /// `$TMPDIR`, or `/tmp`.
-    static var temporaryDirectory: String {
-        getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-    }
-
-    /// Makes the directory and the ones above it that are missing.
-    static func makeDirectories(_ path: String) throws(EmulationSetupError) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw failure("cannot make the directory \(prefix)") }
-        }
-    }
-
-    /// Writes `text` to a new file that takes the place of `path`, so that a reader sees the old or the new content
-    /// whole, never an empty or cut file (a thermal zone that keeps the file open notices the rename and reads the path
-    /// again).
-    static func replace(_ path: String, with text: String) throws(EmulationSetupError) {
-        let temporary = path + ".new"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw failure("cannot open \(temporary)") }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let writeError = failure("cannot write \(temporary)")
-        close(descriptor)
-        guard written == bytes.count else { throw writeError }
-        guard rename(temporary, path) == 0 else { throw failure("cannot rename \(temporary) to \(path)") }
-    }
-
-    /// Removes the directory and everything below it, as far as it can.
-    static func removeTree(_ path: String) {
-        if let stream = opendir(path) {
-            while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                if name == "." || name == ".." { continue }
-                let child = path + "/" + name
-                if Int32(entry.pointee.d_type) == Int32(DT_DIR) { removeTree(child) } else { unlink(child) }
-            }
-            closedir(stream)
-        }
-        rmdir(path)
-    }
-
-    private static func failure(_ what: String) -> EmulationSetupError {
-        EmulationSetupError("\(what): \(String(cString: strerror(errno)))")
+        try? FileManager.default.removeItem(atPath: sysfsRoot)
     }
 }
 
