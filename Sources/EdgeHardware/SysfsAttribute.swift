@@ -77,17 +77,20 @@ final class SysfsAttribute: Sendable {
         return fstat(descriptor, &status) != 0 || status.st_nlink > 0
     }
 
-    /// Reads from offset 0 until the end of the file or of the buffer; the number of bytes, or -1 with errno set.
+    /// Reads from offset 0 until the end of the file or of the buffer; the number of bytes, or -1 with errno set. A
+    /// read that returns less than asked for reached the end (sysfs hands out an attribute whole, a regular file all
+    /// up to its end), so one `pread` reads an attribute.
     private static func readAll(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
         var filled = 0
         while filled < buffer.count {
-            let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, off_t(filled))
+            let asked = buffer.count - filled
+            let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, asked, off_t(filled))
             if count < 0 {
                 if errno == EINTR { continue }
                 return -1
             }
-            if count == 0 { break }
             filled += count
+            if count < asked { break }
         }
         return filled
     }
