@@ -63,9 +63,18 @@ final class SourceDevices: Sendable {
         let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
             + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
         rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
+        // One timer for every sensor; sensors with the same interval are spread evenly over it.
+        let scheduler = PollScheduler(clock: ContinuousClock())
+        let sensorCounts = Dictionary(devices.sensors.map { ($0.pollInterval, 1) }, uniquingKeysWith: +)
+        var sensorIndices: [Duration: Int] = [:]
         await withDiscardingTaskGroup { group in
+            if !devices.sensors.isEmpty { group.addTask { await scheduler.run() } }
             for device in devices.sensors {
-                group.addTask { await self.poll(device, logger: logger) }
+                let index = sensorIndices[device.pollInterval, default: 0]
+                sensorIndices[device.pollInterval] = index + 1
+                let phase = PollScheduler<ContinuousClock>.phase(
+                    of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
+                group.addTask { await self.poll(device, scheduler: scheduler, phase: phase, logger: logger) }
             }
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
@@ -78,9 +87,11 @@ final class SourceDevices: Sendable {
 
     // MARK: - Sensors
 
-    private func poll(_ device: SensorDevice, logger: Logger) async {
+    private func poll(_ device: SensorDevice, scheduler: PollScheduler<ContinuousClock>, phase: Duration, logger: Logger) async {
         let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
-        let poller = SensorPoller(sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines)
+        let poller = SensorPoller(
+            sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
+            scheduler: scheduler, phase: phase)
         let bindings = Dictionary(device.sources.map { ($0.quantity, $0) }, uniquingKeysWith: { first, _ in first })
         let read = Dictionary(device.sources.map {
             ($0.ioSourceId, Counter(label: "coaty_edge_values_read_total", dimensions: [("source", $0.ioSourceId)]))

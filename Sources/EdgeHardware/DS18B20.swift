@@ -3,13 +3,14 @@ import Dispatch
 /// A DS18B20 thermometer on the 1-Wire bus, read through the kernel's w1_therm driver at
 /// `<sysfsRoot>/bus/w1/devices/28-xxxxxxxxxxxx/w1_slave`.
 ///
-/// The driver starts a conversion on every read of `w1_slave`, so one read takes up to 750 ms; it runs on the
-/// sensor's own dispatch queue, never on a cooperative thread.
+/// The driver starts a conversion on every read of `w1_slave`, so one read takes up to 750 ms; it runs on the one
+/// dispatch queue of all 1-Wire reads, never on a cooperative thread. One queue is one thread at most, however many
+/// devices there are, and costs no time: the kernel runs one transaction at a time on a 1-Wire bus anyway.
 public struct DS18B20: Sensor {
     /// The kernel's name for the device: the family code 28, a dash and the 48-bit serial number in hex.
     public let deviceId: String
     public let sysfsRoot: String
-    private let queue: DispatchQueue
+    private static let queue = DispatchQueue(label: "1-Wire reads")
 
     /// The range the datasheet specifies; anything outside is a bus error, not a temperature.
     public static let temperatureRange = PlausibleRange(.temperature, -55...125)
@@ -17,7 +18,6 @@ public struct DS18B20: Sensor {
     public init(deviceId: String, sysfsRoot: String = "/sys") {
         self.deviceId = deviceId
         self.sysfsRoot = sysfsRoot
-        self.queue = DispatchQueue(label: "DS18B20 \(deviceId)")
     }
 
     public var label: String { "DS18B20 \(deviceId)" }
@@ -26,7 +26,7 @@ public struct DS18B20: Sensor {
 
     public func read() async throws(SensorError) -> [Measurement] {
         let path = Self.devicesDirectory(sysfsRoot) + "/" + deviceId + "/w1_slave"
-        let text = try await SysfsFile.contents(of: path, on: queue)
+        let text = try await SysfsFile.contents(of: path, on: Self.queue)
         return [try Self.temperatureRange.measurement(try Self.temperature(fromSlaveFile: text, path: path))]
     }
 

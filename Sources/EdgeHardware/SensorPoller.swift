@@ -4,7 +4,7 @@ import Synchronization
 /// the poller does the polling, so a consumer that falls behind delays the next poll instead of piling up
 /// values.
 ///
-/// Polls are due at the start and then every `interval`. A poll that comes due while the previous one is still
+/// Polls are due at the start (plus `phase`) and then every `interval`. A poll that comes due while the previous one is still
 /// running (a slow device, a slow consumer) runs as soon as it can and the schedule continues from there;
 /// missed polls are not made up. A failed read is retried after `backoff.delay(afterFailures:)` and the
 /// regular schedule resumes from the first read that succeeds again. The sequence ends when its task is
@@ -22,16 +22,42 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
     /// The pipelines of the quantities to publish; the sensor's other quantities are read and not published.
     public let pipelines: [Quantity: ValuePipeline]
     public let clock: C
+    /// How long after the start the first poll is due: sensors with the same interval are spread over it.
+    public let phase: Duration
+    /// The timer the poller waits on, shared with the agent's other pollers; without one it sleeps on the clock.
+    public let scheduler: PollScheduler<C>?
     private let health = Health()
 
-    /// Needs an `interval` above zero.
-    public init(sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], clock: C) {
+    /// Needs an `interval` above zero and a `phase` of zero or more.
+    public init(
+        sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], clock: C,
+        phase: Duration = .zero
+    ) {
         precondition(interval > .zero, "poll interval must be positive")
+        precondition(phase >= .zero, "poll phase must not be negative")
         self.sensor = sensor
         self.interval = interval
         self.backoff = backoff
         self.pipelines = pipelines
         self.clock = clock
+        self.phase = phase
+        self.scheduler = nil
+    }
+
+    /// A poller that waits on the shared `scheduler`, on its clock.
+    public init(
+        sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline],
+        scheduler: PollScheduler<C>, phase: Duration = .zero
+    ) {
+        precondition(interval > .zero, "poll interval must be positive")
+        precondition(phase >= .zero, "poll phase must not be negative")
+        self.sensor = sensor
+        self.interval = interval
+        self.backoff = backoff
+        self.pipelines = pipelines
+        self.clock = scheduler.clock
+        self.phase = phase
+        self.scheduler = scheduler
     }
 
     /// Whether the sensor answers, and if not since when and how often it failed in a row.
@@ -59,14 +85,20 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
             self.poller = poller
             self.pipelines = poller.pipelines
             self.origin = poller.clock.now
-            self.due = origin
+            self.due = origin.advanced(by: poller.phase)
         }
 
         public mutating func next() async -> SensorEvent? {
             while true {
                 guard !Task.isCancelled else { return nil }
                 if !pending.isEmpty { return pending.removeFirst() }
-                do { try await poller.clock.sleep(until: due, tolerance: nil) } catch { return nil }
+                do {
+                    if let scheduler = poller.scheduler {
+                        try await scheduler.sleep(until: due)
+                    } else {
+                        try await poller.clock.sleep(until: due, tolerance: nil)
+                    }
+                } catch { return nil }
                 await poll()
             }
         }

@@ -57,7 +57,7 @@ enum SysfsFile {
         return names
     }
 
-    private static func failure(_ code: Int32, _ path: String) -> SensorError {
+    static func failure(_ code: Int32, _ path: String) -> SensorError {
         switch code {
         case ENOENT, ENOTDIR, ENODEV, ENXIO: .noDevice(path)
         default: .io(errno: code, path)

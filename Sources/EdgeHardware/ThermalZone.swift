@@ -1,5 +1,3 @@
-import Dispatch
-
 /// A kernel thermal zone, `<sysfsRoot>/class/thermal/thermal_zoneN`: on a Raspberry Pi, zone 0 is the SoC
 /// (`cpu-thermal`).
 public struct ThermalZone: Sensor {
@@ -7,7 +5,8 @@ public struct ThermalZone: Sensor {
     /// What the kernel calls the zone (its `type` attribute), or nil when it does not say.
     public let type: String?
     public let sysfsRoot: String
-    private let queue: DispatchQueue
+    /// Its `temp`, open from the first read on.
+    private let temperature: SysfsAttribute
 
     /// SoC and board zones: below -40 °C no board runs, and SoCs shut themselves down well before 150 °C. The
     /// kernel's "no temperature" value (-274000) and garbage such as INT64_MAX fall outside.
@@ -19,7 +18,7 @@ public struct ThermalZone: Sensor {
         self.sysfsRoot = sysfsRoot
         let type = (try? SysfsFile.contents(of: Self.directory(zone, sysfsRoot) + "/type")).map(SysfsFile.trimmed)
         self.type = type?.isEmpty == false ? type : nil
-        self.queue = DispatchQueue(label: "thermal_zone\(zone)")
+        self.temperature = SysfsAttribute(path: Self.directory(zone, sysfsRoot) + "/temp")
     }
 
     public var label: String {
@@ -28,13 +27,10 @@ public struct ThermalZone: Sensor {
 
     public var quantities: [Quantity] { [.temperature] }
 
+    /// Reads on the calling thread: the kernel answers a thermal zone's `temp` from the driver's last conversion or
+    /// a register read, in microseconds, so a hop to another thread would cost more than the read.
     public func read() async throws(SensorError) -> [Measurement] {
-        let path = Self.directory(zone, sysfsRoot) + "/temp"
-        let text = try await SysfsFile.contents(of: path, on: queue)
-        guard let millidegrees = Int(SysfsFile.trimmed(text)) else {
-            throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(text))")
-        }
-        return [try Self.temperatureRange.measurement(Double(millidegrees) / 1000)]
+        [try Self.temperatureRange.measurement(Double(try temperature.integer()) / 1000)]
     }
 
     /// The zones the kernel exposes, in zone order; empty when there are none.

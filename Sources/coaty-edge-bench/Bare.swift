@@ -20,10 +20,10 @@ final class BareClients: Sendable {
     private let publisher: BareClient
     private let valueReceiver: BareClient
     private let floodReceiver: BareClient
-    private let answers = DispatchSemaphore(value: 0)
     private let handoffAnswers = DispatchSemaphore(value: 0)
     private let values = DispatchSemaphore(value: 0)
     private let echoThread = EchoThread()
+    private let pingPong = CallbackPingPong()
     let probe = DeliveryProbe()
 
     private var clients: [BareClient] {
@@ -31,8 +31,9 @@ final class BareClients: Sendable {
     }
 
     init(host: String, port: Int) throws(BenchmarkError) {
-        let (answers, handoffAnswers, values, probe, echoThread) = (answers, handoffAnswers, values, probe, echoThread)
-        pinger = try BareClient(clientId: "bench-bare-pinger") { _, _ in answers.signal() }
+        let (handoffAnswers, values, probe, echoThread, pingPong) = (handoffAnswers, values, probe, echoThread, pingPong)
+        // Takes the time and sends the next ping from the callback: no thread wakes on either side of the pair.
+        pinger = try BareClient(clientId: "bench-bare-pinger") { handle, _ in pingPong.answered(handle) }
         // Answers from the callback, as a C client would: the copy is queued before libmosquitto frees the message.
         echoer = try BareClient(clientId: "bench-bare-echoer") { handle, message in
             mosquitto_publish(handle, nil, Topic.pong, message.pointee.payloadlen, message.pointee.payload, 0, false)
@@ -62,11 +63,21 @@ final class BareClients: Sendable {
         for client in clients { client.disconnect() }
     }
 
-    /// Publishes `payload` to the echoer and waits for the echo, `count` times. The echo is published from the
-    /// echoer's callback, or with `handoff` from a thread that the callback wakes, the way the agent hands an
-    /// event from the network thread to the task that answers it.
+    /// Publishes `payload` to the echoer and waits for the echo, `count` times. Without `handoff`, the fastest bare
+    /// pair there is: the echo is published from the echoer's callback, and the next ping from the pinger's callback
+    /// as the echo arrives, so that no thread wakes in the whole round. With `handoff`, the echo is published from a
+    /// thread that the echoer's callback wakes, and the pinger waits on a thread of its own, the way the agent hands
+    /// an event from the network thread to the task that answers it.
     func roundTrips(_ count: Int, payload: [UInt8], handoff: Bool) async throws(BenchmarkError) -> LatencyRound {
-        let (client, topic, answers) = handoff ? (handoffPinger, Topic.handoffPing, handoffAnswers) : (pinger, Topic.ping, answers)
+        guard handoff else {
+            let pinger = pinger
+            return try await onOwnThread { [pingPong] () throws(BenchmarkError) in
+                try pingPong.run(count, payload: payload, timeout: 5) { () throws(BenchmarkError) in
+                    try pinger.publish(Topic.ping, payload)
+                }
+            }
+        }
+        let (client, topic, answers) = (handoffPinger, Topic.handoffPing, handoffAnswers)
         return try await onOwnThread { () throws(BenchmarkError) in
             var samples: [UInt64] = []
             samples.reserveCapacity(count)
@@ -101,6 +112,58 @@ final class BareClients: Sendable {
                 try publisher.publish(Topic.flood, payload)
             }
         }
+    }
+}
+
+/// Round trips driven from the pinger's callback: each echo is timed there and the next ping published from there,
+/// the way a C client on libmosquitto's network thread would run them.
+private final class CallbackPingPong: Sendable {
+    private struct Round {
+        var payload: [UInt8] = []
+        var remaining = 0
+        var start: UInt64 = 0
+        var samples: [UInt64] = []
+    }
+
+    private let round = Mutex(Round())
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Sends the first ping with `publish` and waits until the callbacks have made `count` round trips; a round trip
+    /// that takes `timeout` seconds ends the round with an error.
+    func run(
+        _ count: Int, payload: [UInt8], timeout: Double, publish: () throws(BenchmarkError) -> Void
+    ) throws(BenchmarkError) -> LatencyRound {
+        while finished.wait(timeout: .now()) == .success {}
+        round.withLock { round in
+            round = Round(payload: payload, remaining: count, start: monotonicNanoseconds(), samples: [])
+            round.samples.reserveCapacity(count)
+        }
+        try publish()
+        var completed = 0
+        while finished.wait(timeout: .now() + timeout) != .success {
+            // Still under way as long as round trips complete.
+            let done = round.withLock { $0.samples.count }
+            if done == completed { throw .timeout("a bare echo") }
+            completed = done
+        }
+        return LatencyRound(nanoseconds: round.withLock { $0.samples })
+    }
+
+    /// On the pinger's network thread, for each echo: takes its time and sends the next ping, or ends the round.
+    func answered(_ handle: OpaquePointer) {
+        let isLast: Bool = round.withLock { round in
+            guard round.remaining > 0 else { return false }
+            let now = monotonicNanoseconds()
+            round.samples.append(now - round.start)
+            round.remaining -= 1
+            guard round.remaining > 0 else { return true }
+            round.start = monotonicNanoseconds()
+            round.payload.withUnsafeBytes { bytes in
+                _ = mosquitto_publish(handle, nil, BareClients.Topic.ping, Int32(bytes.count), bytes.baseAddress, 0, false)
+            }
+            return false
+        }
+        if isLast { finished.signal() }
     }
 }
 

@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A sysfs attribute that is read again and again (a thermal zone's `temp`): the file stays open and each read is
+/// one `pread` from its start into a buffer on the stack, parsed where it lies. The kernel regenerates an
+/// attribute's text on every read from offset 0, so the open file never goes stale, and a read of an attribute whose
+/// device went away fails (ENODEV). After a failed read the file is closed and opened afresh by the next one, so a
+/// device that comes back is found again.
+///
+/// A regular file (a tree that tests, the emulation or a benchmark write) does not fail when it is removed or
+/// replaced by a rename, so each read also checks with `fstat` that the open file still has a name, and opens the
+/// path again if not. (Telling sysfs apart to skip that would take `fstatfs`, which the Glibc module does not offer,
+/// and the umockdev preload redirects `/sys`; an `fstat` costs far less than the `open` and `close` it saves.)
+final class SysfsAttribute: Sendable {
+    let path: String
+    /// The open file, or -1 before the first read and after a failure. The lock also keeps a read from racing a
+    /// close.
+    private let descriptor = Mutex<Int32>(-1)
+
+    /// The largest attribute read; sysfs attributes are at most one page.
+    private static let capacity = 4096
+
+    init(path: String) {
+        self.path = path
+    }
+
+    deinit {
+        descriptor.withLock { if $0 >= 0 { close($0) } }
+    }
+
+    /// The whole attribute, trimmed of the whitespace around it, as a decimal integer (`-10125`, `48312`). A missing
+    /// file is `noDevice`, any other failure of the file is `io`, and text that is not one integer is an
+    /// `invalidReading` that quotes it.
+    func integer() throws(SensorError) -> Int64 {
+        try withUnsafeTemporaryAllocation(byteCount: Self.capacity, alignment: 1) { buffer throws(SensorError) -> Int64 in
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<(try read(into: buffer))])
+            guard let value = Self.parseInteger(bytes) else {
+                throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(String(decoding: bytes, as: UTF8.self)))")
+            }
+            return value
+        }
+    }
+
+    /// Reads the attribute from its start; returns the number of bytes read.
+    private func read(into buffer: UnsafeMutableRawBufferPointer) throws(SensorError) -> Int {
+        let result: Result<Int, SensorError> = descriptor.withLock { descriptor in
+            if descriptor < 0 {
+                descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
+            }
+            var count = Self.readAll(descriptor, into: buffer)
+            if count >= 0 && !Self.isLinked(descriptor) {
+                // Removed or replaced since it was opened: read what is at the path now.
+                close(descriptor)
+                descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
+                count = Self.readAll(descriptor, into: buffer)
+            }
+            guard count >= 0 else {
+                let code = errno
+                close(descriptor)
+                descriptor = -1
+                return .failure(SysfsFile.failure(code, path))
+            }
+            return .success(count)
+        }
+        return try result.get()
+    }
+
+    /// Whether the open file still has a name: false once it was removed, or replaced by a rename.
+    private static func isLinked(_ descriptor: Int32) -> Bool {
+        var status = stat()
+        return fstat(descriptor, &status) != 0 || status.st_nlink > 0
+    }
+
+    /// Reads from offset 0 until the end of the file or of the buffer; the number of bytes, or -1 with errno set. A
+    /// read that returns less than asked for reached the end (sysfs hands out an attribute whole, a regular file all
+    /// up to its end), so one `pread` reads an attribute.
+    private static func readAll(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let asked = buffer.count - filled
+            let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, asked, off_t(filled))
+            if count < 0 {
+                if errno == EINTR { continue }
+                return -1
+            }
+            filled += count
+            if count < asked { break }
+        }
+        return filled
+    }
+
+    /// The integer the bytes spell, with whitespace around it allowed and a sign before it: what `Int64(String)`
+    /// takes after trimming, without making a string.
+    static func parseInteger(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D }
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end && isSpace(bytes[start]) { start += 1 }
+        while end > start && isSpace(bytes[end - 1]) { end -= 1 }
+        var negative = false
+        if start < end && (bytes[start] == UInt8(ascii: "-") || bytes[start] == UInt8(ascii: "+")) {
+            negative = bytes[start] == UInt8(ascii: "-")
+            start += 1
+        }
+        guard start < end else { return nil }
+        var value: Int64 = 0
+        for index in start..<end {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit <= 9 else { return nil }
+            // Accumulated negatively, so that Int64.min parses too.
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (next, underflowed) = shifted.subtractingReportingOverflow(Int64(digit))
+            guard !overflowed && !underflowed else { return nil }
+            value = next
+        }
+        if negative { return value }
+        let (positive, overflowed) = Int64(0).subtractingReportingOverflow(value)
+        return overflowed ? nil : positive
+    }
+}
