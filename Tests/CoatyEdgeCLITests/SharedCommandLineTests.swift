@@ -201,25 +201,34 @@ import Testing
             $0["event"] as? String == "changed" || ($0["event"] as? String == "snapshot" && ($0["version"] as? Int ?? 0) >= 1)
         }
 
+        let unavailableBeforeKill = jsonLines(watch.output.text).count { $0["event"] as? String == "unavailable" }
         let killed = try await host.stop(with: SIGKILL)
         #expect(killed.status == 128 + SIGKILL)
-        try await waitForJSONLines(watch) { $0["event"] as? String == "unavailable" }
+        let beforeRestart = try await waitForJSONLines(watch, count: unavailableBeforeKill + 1) { $0["event"] as? String == "unavailable" }
+        // Everything up to the kill's unavailable; what follows is the watcher learning of the agent that is back.
+        let seenBeforeRestart = (beforeRestart.filter { $0["event"] as? String != "waiting" }.lastIndex { $0["event"] as? String == "unavailable" } ?? 0) + 1
         let meanwhile = try await Executable.run(["shared", "set", "setpoints", "fanOn", "71", "--timeout", "0.5"] + url)
         #expect(meanwhile.status == 1)
         #expect(meanwhile.errors == "coaty-edge: no agent hosts a shared object named setpoints\n")
 
         let back = try await Executable.start(["run", "--config", config])
-        let lines = try await waitForJSONLines(watch, count: 2) { $0["event"] as? String == "snapshot" }
-        let events = lines.filter { $0["event"] as? String != "waiting" }
-        #expect(events.map { $0["event"] as? String } == ["snapshot", "changed", "unavailable", "snapshot"])
+        var events: [[String: Any]] = []
+        try await waitUntil("the snapshot of the agent that is back") {
+            events = jsonLines(watch.output.text).filter { $0["event"] as? String != "waiting" }
+            return events.dropFirst(seenBeforeRestart).contains { $0["event"] as? String == "snapshot" }
+        }
+        #expect(events.first?["event"] as? String == "snapshot")
+        #expect(events[seenBeforeRestart - 1]["event"] as? String == "unavailable")
         // The agent hosts the object as configured again: its data and version start anew.
-        #expect(events[3]["version"] as? Int == 0)
-        #expect(canonicalJSON(events[3]["data"]) == Self.initialData)
-        #expect(events[3]["hostId"] as? String == Agents.sharedHostId)
+        let renewed = events.dropFirst(seenBeforeRestart).first { $0["event"] as? String == "snapshot" }
+        #expect(renewed?["version"] as? Int == 0)
+        #expect(canonicalJSON(renewed?["data"]) == Self.initialData)
+        #expect(renewed?["hostId"] as? String == Agents.sharedHostId)
+        #expect(!events.dropFirst(seenBeforeRestart).contains { $0["event"] as? String == "unavailable" }, "\(events)")
 
         let after = try await Executable.run(["shared", "set", "setpoints", "fanOn", "72"] + url)
         #expect(after.output == "setpoints: fanOn = 72 (version 1)\n")
-        let followed = try await waitForJSONLines(watch, count: 2) { $0["event"] as? String == "changed" }
+        let followed = try await waitForJSONLines(watch) { $0["event"] as? String == "changed" && $0["value"] as? Int == 72 }
         #expect(followed.last?["value"] as? Int == 72)
 
         #expect(try await watch.stop(with: SIGTERM).status == 0)
