@@ -7,6 +7,8 @@
 #                                           namespace, the agent's and an operator's login
 # and prints their paths, the agent's first.
 set -euo pipefail
+# A command that fails without a message of its own (set -e) is named, rather than ending the script silently.
+trap 'echo "package.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 DEPLOY_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$DEPLOY_DIR")
@@ -148,6 +150,9 @@ subcommands=$(help_of | awk '/^SUBCOMMANDS:/ { on = 1; next } on && /^  [a-z]/ {
 [[ -n $subcommands ]] || die "$binary --help lists no subcommands"
 pages=""
 for subcommand in $subcommands; do
+    # The dashboard is a program of its own (coaty-edge-dashboard, Swift 6.2 and Hummingbird), not in this package:
+    # `coaty-edge dashboard` only finds and runs it.
+    [[ $subcommand == dashboard ]] && continue
     write_man_page "coaty-edge-$subcommand" "coaty-edge $subcommand" "coaty-edge(1)" "$subcommand"
     pages+="coaty-edge-$subcommand(1), "
 done
