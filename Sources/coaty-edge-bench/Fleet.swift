@@ -44,16 +44,9 @@ struct FleetSimulation {
             """
 
         init(arguments: some Sequence<String>) throws(UsageError) {
-            var arguments = arguments.makeIterator()
-            func value(of option: String) throws(UsageError) -> String {
-                guard let value = arguments.next() else { throw UsageError("\(option) needs a value") }
-                return value
-            }
-            func count(of option: String) throws(UsageError) -> Int {
-                let text = try value(of: option)
-                guard let number = Int(text), number >= 0 else { throw UsageError("\(option) needs a number, not \"\(text)\"") }
-                return number
-            }
+            var arguments = ArgumentReader(arguments)
+            func value(of option: String) throws(UsageError) -> String { try arguments.value(of: option) }
+            func count(of option: String) throws(UsageError) -> Int { try arguments.count(of: option, atLeast: 0) }
             while let argument = arguments.next() {
                 switch argument {
                 case "--agents": agents = try count(of: argument)

@@ -47,16 +47,9 @@ struct BenchmarkOptions: Sendable {
         """
 
     init(arguments: some Sequence<String>) throws(UsageError) {
-        var arguments = arguments.makeIterator()
-        func value(of option: String) throws(UsageError) -> String {
-            guard let value = arguments.next() else { throw UsageError("\(option) needs a value") }
-            return value
-        }
-        func count(of option: String) throws(UsageError) -> Int {
-            let text = try value(of: option)
-            guard let number = Int(text), number > 0 else { throw UsageError("\(option) needs a positive number, not \"\(text)\"") }
-            return number
-        }
+        var arguments = ArgumentReader(arguments)
+        func value(of option: String) throws(UsageError) -> String { try arguments.value(of: option) }
+        func count(of option: String) throws(UsageError) -> Int { try arguments.count(of: option, atLeast: 1) }
         while let argument = arguments.next() {
             switch argument {
             case "--rounds": rounds = try count(of: argument)
@@ -107,4 +100,29 @@ struct BenchmarkOptions: Sendable {
 struct UsageError: Error {
     var message: String?
     init(_ message: String?) { self.message = message }
+}
+
+/// A command line read option by option, each taking its value from the next argument.
+struct ArgumentReader {
+    private var arguments: IndexingIterator<[String]>
+
+    init(_ arguments: some Sequence<String>) {
+        self.arguments = Array(arguments).makeIterator()
+    }
+
+    mutating func next() -> String? { arguments.next() }
+
+    mutating func value(of option: String) throws(UsageError) -> String {
+        guard let value = arguments.next() else { throw UsageError("\(option) needs a value") }
+        return value
+    }
+
+    /// The option's value as a whole number of at least `minimum` (0 or 1).
+    mutating func count(of option: String, atLeast minimum: Int) throws(UsageError) -> Int {
+        let text = try value(of: option)
+        guard let number = Int(text), number >= minimum else {
+            throw UsageError("\(option) needs \(minimum > 0 ? "a positive number" : "a number"), not \"\(text)\"")
+        }
+        return number
+    }
 }
