@@ -408,7 +408,7 @@ private struct DevicesParser {
             chip = "pwmchip\(try chipCursor.integer(in: 0...255))"
         } else {
             chip = try chipCursor.nonEmptyString()
-            guard chip.hasPrefix("pwmchip"), let _ = Int(chip.dropFirst(7)) else {
+            guard chip.hasPrefix("pwmchip"), Int(chip.dropFirst(7)) != nil else {
                 throw chipCursor.error("\"\(chip)\" is not a PWM chip like \"pwmchip0\" (a directory of /sys/class/pwm)")
             }
         }

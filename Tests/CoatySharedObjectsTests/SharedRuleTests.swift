@@ -49,20 +49,20 @@ import Testing
         try await associations.wait { $0 == [false, true] }
         #expect(router.associations.map(\.rule) == ["fan when hotter than the setpoint"])
 
-        let operator_ = try await plant.sharedObjects.connect("setpoints", ifMissing: .fail)
-        try await operator_.set("fanOn", to: 70)
+        let operatorConnection = try await plant.sharedObjects.connect("setpoints", ifMissing: .fail)
+        try await operatorConnection.set("fanOn", to: 70)
         try await associations.wait { $0 == [false, true, false] }
         #expect(router.associations.isEmpty)
 
-        try await operator_.set("fanOn", to: 62)
+        try await operatorConnection.set("fanOn", to: 62)
         try await associations.wait { $0 == [false, true, false, true] }
         // A change of another key that leaves the outcome as it is sends nothing.
-        try await operator_.set("fanOff", to: 55)
+        try await operatorConnection.set("fanOff", to: 55)
         try await Task.sleep(for: .milliseconds(300))
         #expect(associations.elements == [false, true, false, true])
 
         // Deleted, the setpoint is gone: the rule's default (1000) keeps the fan unassociated.
-        try await operator_.deleteObject()
+        try await operatorConnection.deleteObject()
         try await associations.wait { $0 == [false, true, false, true, false] }
 
         await routerAgent.shutdown()

@@ -93,16 +93,18 @@ import Testing
 
         // The actor's own handler (as the IoActorController's) learns of the drop, to count it as a rejected value.
         let rejections = Mutex<[String]>([])
-        try await agent.handleIoValues(of: actor, { _ in }, rejected: { reason in rejections.withLock { $0.append(reason) } }) {
-            do {
-                try peer.publish(route, Self.padded(#"""#, #"""#, to: Self.limit + 1))
-                try peer.publish(route, "21.5")
-                try await values.wait(count: 1)
-                try await brokerSync(agent)
-            } catch {
-                Issue.record(error)
-            }
-        }
+        try await agent.handleIoValues(
+            of: actor, { _ in }, rejected: { reason in rejections.withLock { $0.append(reason) } },
+            while: {
+                do {
+                    try peer.publish(route, Self.padded(#"""#, #"""#, to: Self.limit + 1))
+                    try peer.publish(route, "21.5")
+                    try await values.wait(count: 1)
+                    try await brokerSync(agent)
+                } catch {
+                    Issue.record(error)
+                }
+            })
         // Sizes, not values: a failure would print the 256 KiB value.
         #expect(values.elements.map(\.payload.count) == [4])
         #expect(values.elements.last == .json(21.5))

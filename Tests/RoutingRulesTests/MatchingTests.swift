@@ -103,7 +103,6 @@ import Testing
         #expect(hot(fanOn: 75) == nil)
     }
 
-
     @Test func anEmptyRuleSetAssociatesNothing() {
         let result = match(.empty, valueType: Self.temperature)
         #expect(result.rule == nil)
