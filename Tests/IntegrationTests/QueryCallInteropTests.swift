@@ -53,7 +53,8 @@ import Testing
         CommunicationManager(
             identity: Identity(name: name),
             options: CommunicationOptions(
-                port: broker.port, reconnect: MQTTReconnectPolicy(minimumDelay: .milliseconds(50), maximumDelay: .milliseconds(200))))
+                port: broker.port,
+                reconnect: MQTTReconnectPolicy(minimumDelay: .milliseconds(50), maximumDelay: .milliseconds(200))))
     }
 
     private static func online(_ managers: CommunicationManager...) async throws {
@@ -71,7 +72,8 @@ import Testing
             for await request in queries {
                 received.withLock { $0.append(request.event) }
                 let candidates = stored.filter { request.event.matches($0) }
-                try? await request.respond(RetrieveEvent(objects: ObjectMatcher.select(candidates, filter: request.event.objectFilter)))
+                try? await request.respond(
+                    RetrieveEvent(objects: ObjectMatcher.select(candidates, filter: request.event.objectFilter)))
             }
         }
         try await Self.online(responder)
@@ -87,12 +89,16 @@ import Testing
         #expect(retrieve.topic == "coaty/3/-/RTV/\(responder.identity.objectId)/\(correlationId)")
         #expect(Self.text(retrieve) == #"{"objects":[\#(Self.rooms[0]),\#(Self.rooms[1])]}"#)
         #expect(!retrieve.retain)
-        #expect(received.withLock { $0 } == [QueryEvent(objectTypes: ["com.example.Room"], objectFilter: Self.swiftObjectFilter)])
+        #expect(
+            received.withLock { $0 } == [
+                QueryEvent(objectTypes: ["com.example.Room"], objectFilter: Self.swiftObjectFilter)
+            ])
 
         // Without a filter (`{}`, as Coaty JS sends it): every object of the queried type, in stored order.
         let unfiltered = "7c1f3a9e-2b4d-4e6f-8a0b-1c2d3e4f5a6b"
         try await peer.subscribe(["coaty/3/-/RTV/+/\(unfiltered)"])
-        try peer.publish("coaty/3/-/QRY/\(Self.jsAgent)/\(unfiltered)", #"{"objectTypes":["com.example.Room"],"objectFilter":{}}"#)
+        try peer.publish(
+            "coaty/3/-/QRY/\(Self.jsAgent)/\(unfiltered)", #"{"objectTypes":["com.example.Room"],"objectFilter":{}}"#)
         let everything = try await peer.nextMessage()
         #expect(Self.text(everything) == #"{"objects":[\#(Self.rooms.joined(separator: ","))]}"#)
 
@@ -109,7 +115,9 @@ import Testing
         try await Self.online(requester)
 
         let retrieves = Recorder(
-            requester.publishQuery(QueryEvent(objectTypes: ["com.example.Room"], objectFilter: Self.swiftObjectFilter), timeout: .seconds(30)))
+            requester.publishQuery(
+                QueryEvent(objectTypes: ["com.example.Room"], objectFilter: Self.swiftObjectFilter),
+                timeout: .seconds(30)))
         let query = try await peer.nextMessage()
         let levels = query.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         #expect(levels.count == 6)
@@ -118,11 +126,15 @@ import Testing
         #expect(CoatyUUID.isVersion4(correlationId))
         // Exactly one of objectTypes and coreTypes, operators as numbers, as Coaty JS's QueryEventData reads them.
         #expect(Self.text(query) == #"{"objectTypes":["com.example.Room"],"objectFilter":\#(Self.ourObjectFilter)}"#)
-        #expect(try ObjectFilter(json: JSONValue(parsing: Self.ourObjectFilter)) == ObjectFilter(json: JSONValue(parsing: Self.jsObjectFilter)))
+        #expect(
+            try ObjectFilter(json: JSONValue(parsing: Self.ourObjectFilter))
+                == ObjectFilter(json: JSONValue(parsing: Self.jsObjectFilter)))
 
         // Coaty JS answers; a Retrieve with an object of another type fails the query's check and is dropped.
-        try peer.publish("coaty/3/-/RTV/\(Self.jsAgent)/\(correlationId)", #"{"objects":[\#(Self.rooms[0]),\#(Self.desk)]}"#)
-        try peer.publish("coaty/3/-/RTV/\(Self.jsAgent)/\(correlationId)", #"{"objects":[\#(Self.rooms[0]),\#(Self.rooms[1])]}"#)
+        try peer.publish(
+            "coaty/3/-/RTV/\(Self.jsAgent)/\(correlationId)", #"{"objects":[\#(Self.rooms[0]),\#(Self.desk)]}"#)
+        try peer.publish(
+            "coaty/3/-/RTV/\(Self.jsAgent)/\(correlationId)", #"{"objects":[\#(Self.rooms[0]),\#(Self.rooms[1])]}"#)
         try peer.publish("coaty/3/-/RTV/\(Self.jsAgent)/\(correlationId)", #"{"objects":[]}"#)
         let answers = try await retrieves.wait(count: 2)
         #expect(answers.map(\.sourceId) == [Self.jsAgent, Self.jsAgent])
@@ -152,7 +164,8 @@ import Testing
         var floor10 = CoatyObject(coreType: .coatyObject, objectType: "com.example.Room", name: "Room 10.01")
         floor10["floor"] = 10
         floor10["wing"] = "north"
-        let callees = [("floor 7", floor7 as CoatyObject?), ("floor 10", floor10), ("any room", nil)].map { name, context in
+        let callees = [("floor 7", floor7 as CoatyObject?), ("floor 10", floor10), ("any room", nil)].map {
+            name, context in
             (manager: Self.agent(name, broker), context: context)
         }
         let answering = try callees.map { callee in
@@ -172,16 +185,28 @@ import Testing
 
         let calls: [(correlationId: String, payload: String)] = [
             // The protocol reference's example (1.10): floors 6 to 8.
-            ("c0000001-0000-4000-8000-000000000001", #"{"parameters":{"on":true},"filter":{"conditions":["floor",[4,6,8]]}}"#),
+            (
+                "c0000001-0000-4000-8000-000000000001",
+                #"{"parameters":{"on":true},"filter":{"conditions":["floor",[4,6,8]]}}"#
+            ),
             // No filter: not for observers with a context (Coaty 2.0.0).
             ("c0000002-0000-4000-8000-000000000002", #"{"parameters":{"on":false}}"#),
             // Floor 10, or no wing at all (NotExists is the one operator an undefined property satisfies); bad parameters.
-            ("c0000003-0000-4000-8000-000000000003", #"{"parameters":{"color":"black"},"filter":{"conditions":{"or":[["floor",[7,10]],["wing",[10]]]}}}"#),
+            (
+                "c0000003-0000-4000-8000-000000000003",
+                #"{"parameters":{"color":"black"},"filter":{"conditions":{"or":[["floor",[7,10]],["wing",[10]]]}}}"#
+            ),
             // The wing equals "north" (an undefined wing fails it) and the floor is above 9; parameters as an array
             // have no "on": invalid.
-            ("c0000004-0000-4000-8000-000000000004", #"{"parameters":[true],"filter":{"conditions":{"and":[["wing",[7,"north"]],["floor",[2,9]]]}}}"#),
+            (
+                "c0000004-0000-4000-8000-000000000004",
+                #"{"parameters":[true],"filter":{"conditions":{"and":[["wing",[7,"north"]],["floor",[2,9]]]}}}"#
+            ),
             // Last, for every callee: each answers its calls in order, so its answer to this one comes after the others.
-            ("c0000005-0000-4000-8000-000000000005", #"{"parameters":{"on":true},"filter":{"conditions":["floor",[9]]}}"#),
+            (
+                "c0000005-0000-4000-8000-000000000005",
+                #"{"parameters":{"on":true},"filter":{"conditions":["floor",[9]]}}"#
+            ),
         ]
         for call in calls {
             try peer.publish("coaty/3/-/CLL:\(Self.operation)/\(Self.jsAgent)/\(call.correlationId)", call.payload)
@@ -191,7 +216,9 @@ import Testing
             let message = try await peer.nextMessage()
             let levels = message.topic.split(separator: "/").map(String.init)
             #expect(levels.count == 6 && levels.prefix(4) == ["coaty", "3", "-", "RTN"], "\(message.topic)")
-            let callee = callees.firstIndex { $0.manager.identity.objectId == levels[4] }.map { callees[$0].manager.identity.name }
+            let callee = callees.firstIndex { $0.manager.identity.objectId == levels[4] }.map {
+                callees[$0].manager.identity.name
+            }
             returns.append((levels.last ?? "", callee ?? levels[4], Self.text(message)))
         }
         let switchedOn = #"{"result":{"on":true},"executionInfo":{"duration":12}}"#
@@ -221,9 +248,12 @@ import Testing
         try await Self.online(caller)
 
         let filter = ContextFilter(
-            .and([ObjectFilterCondition("floor", .between(6, 8)), ObjectFilterCondition("wing", .in(["north", "south"]))]))
+            .and([
+                ObjectFilterCondition("floor", .between(6, 8)), ObjectFilterCondition("wing", .in(["north", "south"])),
+            ]))
         let returns = Recorder(
-            try caller.publishCall(CallEvent(operation: Self.operation, parameters: ["on": true], filter: filter), timeout: .seconds(30)))
+            try caller.publishCall(
+                CallEvent(operation: Self.operation, parameters: ["on": true], filter: filter), timeout: .seconds(30)))
         let call = try await peer.nextMessage()
         let levels = call.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         #expect(levels.prefix(5) == ["coaty", "3", "-", "CLL:\(Self.operation)", caller.identity.objectId])
@@ -231,11 +261,13 @@ import Testing
         #expect(CoatyUUID.isVersion4(correlationId))
         #expect(
             Self.text(call)
-                == #"{"parameters":{"on":true},"filter":{"conditions":{"and":[["floor",[4,6,8]],["wing",[13,["north","south"]]]]}}}"#)
+                == #"{"parameters":{"on":true},"filter":{"conditions":{"and":[["floor",[4,6,8]],["wing",[13,["north","south"]]]]}}}"#
+        )
 
         // Coaty JS's answers: a result with execution info, the predefined error, and null, which is a result too.
         for payload in [
-            #"{"result":{"on":true},"executionInfo":{"duration":4711}}"#, #"{"error":{"code":-32602,"message":"Invalid params"}}"#,
+            #"{"result":{"on":true},"executionInfo":{"duration":4711}}"#,
+            #"{"error":{"code":-32602,"message":"Invalid params"}}"#,
             #"{"result":null}"#,
         ] {
             try peer.publish("coaty/3/-/RTN/\(Self.jsAgent)/\(correlationId)", payload)
@@ -244,7 +276,8 @@ import Testing
         #expect(received.map(\.sourceId) == Array(repeating: Self.jsAgent, count: 3))
         #expect(
             received.map(\.event) == [
-                ReturnEvent(.result(["on": true]), executionInfo: ["duration": 4711]), ReturnEvent(ReturnEvent.invalidParameters),
+                ReturnEvent(.result(["on": true]), executionInfo: ["duration": 4711]),
+                ReturnEvent(ReturnEvent.invalidParameters),
                 ReturnEvent(.result(.null)),
             ])
 
