@@ -31,12 +31,24 @@ let buildCommit: String = {
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
+    // The library: what another package can depend on (README, "Using coaty-edge as a library"). Each product lists
+    // the modules its users import; the others (CoatyBrokerDiscovery, CoatyFiles, the C shims) come along as
+    // dependencies with `package` access only.
+    products: [
+        .library(name: "CoatyCore", targets: ["CoatyJSON", "CoatyModel", "CoatyMQTT", "CoatyCommunication", "CoatyRuntime"]),
+        .library(name: "CoatySharedObjects", targets: ["CoatySharedObjects"]),
+        .library(name: "CoatyIORouting", targets: ["CoatyIORouting", "RoutingRules", "JsonLogic"]),
+        .library(name: "CoatyEdgeHardware", targets: ["EdgeHardware"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // `swift package generate-documentation --target <module>` (the DocC catalogs in Sources/<module>/<module>.docc,
+        // with the compiled samples of Snippets/); a command plugin, so nothing of it is linked into a product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries; nothing else touches C.
