@@ -230,9 +230,8 @@ public final class IoRouter: Controller {
             try? await request.respond(ReturnEvent(ReturnEvent.invalidParameters, executionInfo: .object(["reason": .string("\(error)")])))
             return
         }
-        let (context, associations, revision) = shared.withLock {
-            ($0.evaluation.context, $0.evaluation.associations, $0.evaluation.revision)
-        }
+        let (context, current) = shared.withLock { ($0.evaluation.context, $0.evaluation.associationsOfRevision()) }
+        let (associations, revision) = current
         guard query.isAddressed(to: routerId, context: context.name) else { return }
         let answer = IoAssociationReport.answer(
             query, associations: associations, context: context.jsonValue, router: router, revision: revision)

@@ -426,6 +426,16 @@ public struct IoRouterEvaluation: Sendable {
     /// Counts the changes of the associations (each `resolve` that changed any, each `disassociateAll`), so that a
     /// reader of them in parts (`rules show` page by page) can tell whether all parts come from the same state.
     public private(set) var revision = 0
+    /// `associations` as of a revision: the readers of large sets (`rules show` page by page) sort them once per change.
+    private var associationsCache: (revision: Int, associations: [IoAssociation])?
+
+    /// `associations`, sorted once per revision.
+    public mutating func associationsOfRevision() -> (associations: [IoAssociation], revision: Int) {
+        if let cache = associationsCache, cache.revision == revision { return (cache.associations, revision) }
+        let sorted = associations
+        associationsCache = (revision, sorted)
+        return (sorted, revision)
+    }
 
     /// The conditions that failed to evaluate since the last call (each counted as false), in order, and how many
     /// more there were.
