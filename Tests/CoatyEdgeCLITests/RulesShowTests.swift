@@ -83,18 +83,28 @@ import Testing
         return lines.first ?? [:]
     }
 
+    /// The router's count of the associations `rules show --json ARGUMENTS` matches; nil while no router answers.
+    static func matched(_ arguments: [String], broker: Int) async throws -> Int? {
+        let result = try await show(arguments + ["--json"], broker: broker)
+        return jsonLines(result.output).first?["matched"] as? Int
+    }
+
     /// Asks as versions before paging did: the Call without parameters, over a client with the default inbound limit.
     static func unparameterisedAnswer(broker: Int) async throws -> (size: Int, result: JSONValue?) {
+        guard case .result(let result) = try await call(nil, broker: broker)?.outcome else { return (0, nil) }
+        return (result.serializedBytes().count, result)
+    }
+
+    /// The router's Return to a Call with these parameters.
+    static func call(_ parameters: JSONValue?, broker: Int) async throws -> ReturnEvent? {
         var options = CommunicationOptions()
         options.host = "127.0.0.1"
         options.port = broker
         let session = ClientSession(options: options)
         return try await session.run(connectTimeout: .seconds(20)) { session in
-            for await returned in try session.manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: .seconds(5)) {
-                guard case .result(let result) = returned.event.outcome else { continue }
-                return (result.serializedBytes().count, result)
-            }
-            return (0, nil)
+            let call = CallEvent(operation: IoRouter.associationsOperation, parameters: parameters)
+            for await returned in try session.manager.publishCall(call, timeout: .seconds(5)) { return returned.event }
+            return nil
         }
     }
 
@@ -118,7 +128,7 @@ import Testing
         let smallFile = try scratch.write("small.txt", small + "\n")
         try await waitUntil("the router associates the small node", within: .seconds(60)) {
             _ = try await Command("sh", "-c", "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/small < \(smallFile)").run()
-            return (try await Self.answer([], broker: broker.port)["matched"] as? Int) == 2
+            return try await Self.matched([], broker: broker.port) == 2
         }
 
         // A few associations: the list as before, and the same with the older request form.
@@ -135,6 +145,10 @@ import Testing
         #expect(oldAssociations.first?["route"]?.stringValue == "coaty/3/-/IOV/small-a")
         #expect(old.result?["context"]?["name"]?.stringValue == Self.context)
         #expect(old.result?["nextOffset"] == nil)
+        // Parameters the router does not understand: Coaty's "Invalid params", with the reason.
+        let refused = try await Self.call(.object(["limit": .number(-1)]), broker: broker.port)
+        #expect(refused?.outcome == ReturnEvent.invalidParameters)
+        #expect(refused?.executionInfo?["reason"]?.stringValue?.contains("$.limit") == true, "\(String(describing: refused))")
         // By agent name: the display agent answers the census.
         let byAgent = try await Self.answer(["--agent", "hall-*"], broker: broker.port)
         #expect((byAgent["associations"] as? [[String: Any]]).map(Self.pairs) == ["small-a>small-actor", "small-b>small-actor"])
@@ -149,7 +163,7 @@ import Testing
             .run(timeout: .seconds(120))
         #expect(published.status == 0, "\(published.errors)")
         try await waitUntil("10,000 associations", within: .seconds(300)) {
-            (try await Self.answer(["--summary"], broker: broker.port)["matched"] as? Int) == 10_000
+            try await Self.matched(["--summary"], broker: broker.port) == 10_000
         }
 
         // By default the counts, and the first page for scripts; every answer below 64 KiB.
