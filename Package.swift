@@ -107,10 +107,9 @@ let package = Package(
         // libumockdev is loaded when an emulation starts (dlopen), so that an agent on real hardware does not map it.
         .target(name: "CEdgeEmulation", linkerSettings: [.linkedLibrary("m"), .linkedLibrary("dl")]),
         .target(name: "EdgeEmulation", dependencies: ["CEdgeEmulation"]),
-        // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`.
+        // CPU cost of a sensor read apart from the bus: `swift run -c release HardwareBenchmark`; the pulse counter at
+        // rising pulse rates on an emulated line: `Tests/Tools/measure-counter.sh` (`HardwareBenchmark counter`).
         .executableTarget(name: "HardwareBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
-        // The pulse counter at rising pulse rates on an emulated line: `Tests/Tools/measure-counter.sh`.
-        .executableTarget(name: "CounterBenchmark", dependencies: ["EdgeHardware", "EdgeEmulation"]),
         // The agent against a bare libmosquitto client on one broker: `swift run -c release coaty-edge-bench`.
         .executableTarget(
             name: "coaty-edge-bench",

@@ -92,81 +92,55 @@ final class OutputDevices: Sendable {
     private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
         let device = wiring.device
         let (holdEnds, holdEndsContinuation) = AsyncStream.makeStream(of: ContinuousClock.Instant.self, bufferingPolicy: .bufferingNewest(1))
-        let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
-        var failures = 0
-        // At least one attempt, also when the agent stopped before this task first ran: the line is then requested
-        // to be put in its safe state.
-        var hasTried = false
-        while !Task.isCancelled || !hasTried {
-            hasTried = true
-            do {
-                let resolved = try GPIOChips.resolve(device.line)
-                let line = try GPIOOutput(
-                    chip: resolved.chipPath, line: resolved.offset, activeLow: device.activeLow, initiallyActive: device.initial)
-                if !GPIOChips.isDeviceName(device.line.chip) || device.line.offset == nil {
-                    wiring.logger.info("\(wiring.label) is \(resolved)")
-                }
-                var driver = try OutputDriver(line: line, logic: device.logic, limits: device.limits, at: clock.now)
-                let isStopping = state.withLock { state in
-                    // Shared thresholds that arrived while the line was being requested.
-                    if case .sharedHysteresis(let thresholds) = device.control, let hysteresis = thresholds.hysteresis(state.sharedData) {
-                        _ = driver.retune(hysteresis, at: clock.now)
-                    }
-                    state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
-                    if let line = driver.lineState { feed.send(.bool(line), of: device.ioActorId) }
-                    return state.isStopping
-                }
-                status.set(wiring.label, error: nil)
-                // A stop that came while the line was being requested found no output to put in its safe state.
-                if isStopping {
-                    state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
-                    return
-                }
-                break
-            } catch {
-                failures += 1
-                if failures == 1 { wiring.logger.error("cannot request \(wiring.label) for \(wiring.actor.name), retrying: \(error)") }
-                guard !Task.isCancelled else { return }
-                status.set(wiring.label, error: error.description)
-                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+        let opening = await OutputLifecycle.open(
+            wiring.label, for: wiring.actor, verb: "request", logger: wiring.logger, status: status
+        ) {
+            let resolved = try GPIOChips.resolve(device.line)
+            let line = try GPIOOutput(
+                chip: resolved.chipPath, line: resolved.offset, activeLow: device.activeLow, initiallyActive: device.initial)
+            if !GPIOChips.isDeviceName(device.line.chip) || device.line.offset == nil {
+                wiring.logger.info("\(wiring.label) is \(resolved)")
             }
+            var driver = try OutputDriver(line: line, logic: device.logic, limits: device.limits, at: clock.now)
+            let isStopping = state.withLock { state in
+                // Shared thresholds that arrived while the line was being requested.
+                if case .sharedHysteresis(let thresholds) = device.control, let hysteresis = thresholds.hysteresis(state.sharedData) {
+                    _ = driver.retune(hysteresis, at: clock.now)
+                }
+                state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
+                if let line = driver.lineState { feed.send(.bool(line), of: device.ioActorId) }
+                return state.isStopping
+            }
+            status.set(wiring.label, error: nil)
+            return isStopping
         }
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                for await value in self.actors.values(of: wiring.actor) {
-                    let json = Self.json(of: value)
-                    self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) }
-                }
-            }
-            group.addTask {
-                for await deadline in holdEnds {
-                    guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
-                    let pulseEnded = self.state.withLock { state in
-                        state.outputs[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
-                    }
-                    self.change(wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time") {
-                        driver, now in driver.settle(at: now)
-                    }
-                }
-            }
-            guard let ioStates = try? manager.observeIoState(of: wiring.actor.objectId) else { return }
-            group.addTask {
-                // Only a lost association counts: an actor that was never associated keeps its initial state. Coaty
-                // reports an actor unassociated after any disassociation, even while other sources still feed it,
-                // so the routing table, which knows whether one does, decides.
-                var wasAssociated = false
-                for await _ in ioStates {
-                    let isAssociated = manager.ioState(of: wiring.actor.objectId).hasAssociations
-                    if wasAssociated && !isAssociated {
-                        self.state.withLock { state in
-                            guard !state.isStopping else { return }
-                            self.enterSafeState(of: wiring.device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
-                        }
-                    }
-                    wasAssociated = isAssociated
-                }
-            }
+        switch opening {
+        case .cancelled:
+            return
+        case .stopping:
+            // A stop that came while the line was being requested found no output to put in its safe state.
+            state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+            return
+        case .running:
+            break
         }
+        await OutputLifecycle.follow(
+            wiring.actor, actors: actors, manager: manager, wakeups: holdEnds,
+            receive: { json in self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) } },
+            wake: {
+                let pulseEnded = self.state.withLock { state in
+                    state.outputs[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
+                }
+                self.change(wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time") {
+                    driver, now in driver.settle(at: now)
+                }
+            },
+            lost: {
+                self.state.withLock { state in
+                    guard !state.isStopping else { return }
+                    self.enterSafeState(of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                }
+            })
     }
 
     /// Hands a value to an output as if it had been routed to its actor (a command from Home Assistant or a `/set`
@@ -202,16 +176,6 @@ final class OutputDevices: Sendable {
                     }
                 }
             }
-        }
-    }
-
-    /// A routed value as the output reads it. A raw actor receives bytes (Coaty hands a raw actor any payload):
-    /// JSON text (`true`, `1`, `"on"`, `62.5`) is read as JSON, anything else as a string (`on`), which the output
-    /// ignores unless it is one of its words.
-    static func json(of value: IoValue) -> JSONValue {
-        switch value {
-        case .json(let json): json
-        case .raw(let bytes): (try? JSONValue(parsing: bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
         }
     }
 

@@ -12,7 +12,8 @@ import Synchronization
 /// actor loses its association and, for good, when the agent stops. The duty each channel runs at is published by its
 /// `dutySource`, if it has one.
 ///
-/// Every change of a channel goes through one lock, with its log line, as `OutputDevices` does for GPIO lines.
+/// Every change of a channel goes through one lock, with its log line, as `OutputDevices` does for GPIO lines; both
+/// share the life of an output (`OutputLifecycle`).
 final class PWMOutputs: Sendable {
     typealias Instant = ContinuousClock.Instant
 
@@ -83,70 +84,46 @@ final class PWMOutputs: Sendable {
     private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
         let device = wiring.device
         let (wakeups, wakeupsContinuation) = AsyncStream.makeStream(of: Instant.self, bufferingPolicy: .bufferingNewest(1))
-        let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(30))
-        var failures = 0
-        var hasTried = false
-        while !Task.isCancelled || !hasTried {
-            hasTried = true
-            do {
-                let channel = SysfsPWMChannel(sysfsRoot: sysfsRoot, chip: device.chip, channel: device.channel)
-                var driver = try PWMOutputDriver<Instant>(
-                    channel: channel, settings: device.settings, control: device.control, at: clock.now)
-                let isStopping = state.withLock { state in
-                    if case .curve(let curve) = device.control, case .shared(let object, let key, _) = curve.points,
-                        let points = state.sharedData[object]?[key], let fanCurve = try? FanCurve(json: points)
-                    {
-                        _ = driver.retune(fanCurve, at: clock.now)
-                    }
-                    state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, wakeups: wakeupsContinuation)
-                    return state.isStopping
+        let opening = await OutputLifecycle.open(
+            wiring.label, for: wiring.actor, verb: "start", logger: wiring.logger, status: status
+        ) {
+            let channel = SysfsPWMChannel(sysfsRoot: sysfsRoot, chip: device.chip, channel: device.channel)
+            var driver = try PWMOutputDriver<Instant>(
+                channel: channel, settings: device.settings, control: device.control, at: clock.now)
+            let isStopping = state.withLock { state in
+                if case .curve(let curve) = device.control, case .shared(let object, let key, _) = curve.points,
+                    let points = state.sharedData[object]?[key], let fanCurve = try? FanCurve(json: points)
+                {
+                    _ = driver.retune(fanCurve, at: clock.now)
                 }
-                status.set(wiring.label, error: nil)
-                wiring.logger.info(
-                    "\(wiring.name) runs at \(JSONValue.number(device.settings.frequency)) Hz, duty \(Self.percent(device.settings.initialDuty))")
-                if let source = device.dutySourceId { publishDuty(device.settings.initialDuty, source) }
-                if isStopping {
-                    state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
-                    return
-                }
-                break
-            } catch {
-                failures += 1
-                if failures == 1 { wiring.logger.error("cannot start \(wiring.label) for \(wiring.actor.name), retrying: \(error)") }
-                guard !Task.isCancelled else { return }
-                status.set(wiring.label, error: error.description)
-                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+                state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, wakeups: wakeupsContinuation)
+                return state.isStopping
             }
+            status.set(wiring.label, error: nil)
+            wiring.logger.info(
+                "\(wiring.name) runs at \(JSONValue.number(device.settings.frequency)) Hz, duty \(Self.percent(device.settings.initialDuty))")
+            if let source = device.dutySourceId { publishDuty(device.settings.initialDuty, source) }
+            return isStopping
         }
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                for await value in self.actors.values(of: wiring.actor) {
-                    let json = OutputDevices.json(of: value)
-                    self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) }
-                }
-            }
-            group.addTask {
-                for await deadline in wakeups {
-                    guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
-                    self.change(wiring, by: nil) { driver, now in driver.advance(at: now) }
-                }
-            }
-            guard let ioStates = try? manager.observeIoState(of: wiring.actor.objectId) else { return }
-            group.addTask {
-                // As for GPIO outputs: only a lost association counts, and the routing table decides.
-                var wasAssociated = false
-                for await _ in ioStates {
-                    let isAssociated = manager.ioState(of: wiring.actor.objectId).hasAssociations
-                    if wasAssociated && !isAssociated {
-                        self.state.withLock { state in
-                            guard !state.isStopping else { return }
-                            self.enterSafeState(of: wiring.device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
-                        }
-                    }
-                    wasAssociated = isAssociated
-                }
-            }
+        switch opening {
+        case .cancelled:
+            return
+        case .stopping:
+            state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+            return
+        case .running:
+            break
         }
+        await OutputLifecycle.follow(
+            wiring.actor, actors: actors, manager: manager, wakeups: wakeups,
+            receive: { json in self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) } },
+            wake: { self.change(wiring, by: nil) { driver, now in driver.advance(at: now) } },
+            lost: {
+                self.state.withLock { state in
+                    guard !state.isStopping else { return }
+                    self.enterSafeState(of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                }
+            })
     }
 
     /// Applies the curve points of a shared object whenever they change; points that are not a valid curve are logged

@@ -12,6 +12,11 @@ public struct IoAssociation: Sendable, Hashable {
     public var sourceName: String
     public var actorId: String
     public var actorName: String
+    /// The value type of the source and the actor.
+    public var valueType: String
+    /// The agents whose nodes hold the source and the actor (the nodes' `parentObjectId`), if the nodes name them.
+    public var sourceAgentId: String?
+    public var actorAgentId: String?
     public var route: String
     /// Milliseconds, the most any matched pair of the source asks for; nil when none asks.
     public var updateRate: Double?
@@ -139,7 +144,9 @@ public final class IoRouter: Controller {
             }
             if let associationCalls {
                 group.addTask {
-                    for await call in associationCalls { await self.answer(call, router: manager.identity.name) }
+                    for await call in associationCalls {
+                        await self.answer(call, router: manager.identity.name, routerId: manager.identity.objectId)
+                    }
                 }
             }
             group.addTask {
@@ -212,21 +219,23 @@ public final class IoRouter: Controller {
         try? await request.respond(ResolveEvent(object: context.object))
     }
 
-    /// `coaty-edge rules show`: the context and the associations the router made.
-    private func answer(_ request: CallRequest, router: String) async {
-        let (context, associations) = shared.withLock { ($0.evaluation.context, $0.evaluation.associations) }
-        let list: [JSONValue] = associations.map { association in
-            var entry: JSONObject = [
-                "sourceId": .string(association.sourceId), "sourceName": .string(association.sourceName),
-                "actorId": .string(association.actorId), "actorName": .string(association.actorName),
-                "route": .string(association.route), "rule": .string(association.rule),
-            ]
-            entry.set("updateRate", ifPresent: association.updateRate.map(JSONValue.number))
-            return .object(entry)
+    /// `coaty-edge rules show`: the context and the associations the router made, those the Call asks for, in pages
+    /// that stay below `IoAssociationReport.maximumAnswerBytes` (see `IoAssociationQuery`). Only the copy of the
+    /// associations is taken under the lock: the filters and the page are made outside it, while the evaluation goes on.
+    private func answer(_ request: CallRequest, router: String, routerId: String) async {
+        let query: IoAssociationQuery
+        do {
+            query = try IoAssociationQuery(parameters: request.event.parameters)
+        } catch {
+            try? await request.respond(ReturnEvent(ReturnEvent.invalidParameters, executionInfo: .object(["reason": .string("\(error)")])))
+            return
         }
-        try? await request.respond(ReturnEvent(.result([
-            "context": context.jsonValue, "router": .string(router), "associations": .array(list),
-        ])))
+        let (context, current) = shared.withLock { ($0.evaluation.context, $0.evaluation.associationsOfRevision()) }
+        let (associations, revision) = current
+        guard query.isAddressed(to: routerId, context: context.name) else { return }
+        let answer = IoAssociationReport.answer(
+            query, associations: associations, context: context.jsonValue, router: router, revision: revision)
+        try? await request.respond(ReturnEvent(.result(.object(answer))))
     }
 
     /// The router's event loop during one run of the manager: it takes every event that is waiting before it

@@ -423,6 +423,20 @@ public struct IoRouterEvaluation: Sendable {
 
     public var associationCount: Int { entries.count }
 
+    /// Counts the changes of the associations (each `resolve` that changed any, each `disassociateAll`), so that a
+    /// reader of them in parts (`rules show` page by page) can tell whether all parts come from the same state.
+    public private(set) var revision = 0
+    /// `associations` as of a revision: the readers of large sets (`rules show` page by page) sort them once per change.
+    private var associationsCache: (revision: Int, associations: [IoAssociation])?
+
+    /// `associations`, sorted once per revision.
+    public mutating func associationsOfRevision() -> (associations: [IoAssociation], revision: Int) {
+        if let cache = associationsCache, cache.revision == revision { return (cache.associations, revision) }
+        let sorted = associations
+        associationsCache = (revision, sorted)
+        return (sorted, revision)
+    }
+
     /// The conditions that failed to evaluate since the last call (each counted as false), in order, and how many
     /// more there were.
     public mutating func takeProblems() -> (problems: [String], leftOut: Int) {
@@ -458,6 +472,8 @@ public struct IoRouterEvaluation: Sendable {
         }
         existing.sort { $0.entry.sequence < $1.entry.sequence }
         var changes: [Change] = []
+        // A rule that changed for a kept association is no Associate, but a change of what `rules show` reads.
+        var isChanged = false
         for (key, entry) in existing {
             guard let match = matches[key] else {
                 entries[key] = nil
@@ -467,6 +483,7 @@ public struct IoRouterEvaluation: Sendable {
                 continue
             }
             var association = entry.association
+            if association.rule != match.rule { isChanged = true }
             association.rule = match.rule
             let rate = rates[key.sourceId] ?? nil
             if rate != association.updateRate {
@@ -492,18 +509,22 @@ public struct IoRouterEvaluation: Sendable {
             let actor = actorNode.actors[actorAt.position.point]
             let association = IoAssociation(
                 sourceId: key.sourceId, sourceName: source.name, actorId: key.actorId, actorName: actor.name,
-                route: route(for: source), updateRate: rates[key.sourceId] ?? nil, rule: match.rule)
+                valueType: source.valueType, sourceAgentId: sourceNode.node.object.parentObjectId,
+                actorAgentId: actorNode.node.object.parentObjectId, route: route(for: source), updateRate: rates[key.sourceId] ?? nil,
+                rule: match.rule)
             entries[key] = Entry(sequence: nextSequence, association: association)
             nextSequence += 1
             associatedActors[key.sourceId, default: []].insert(key.actorId)
             changes.append(Change(association: association, route: association.route))
         }
+        if isChanged || !changes.isEmpty { revision += 1 }
         return changes
     }
 
     /// Ends every association (for a stop): the disassociations in order. Marked work is dropped.
     public mutating func disassociateAll() -> [Change] {
         let changes = associations.map { Change(association: $0, route: nil) }
+        if !changes.isEmpty { revision += 1 }
         entries = [:]
         associatedActors = [:]
         return changes

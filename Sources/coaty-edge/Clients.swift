@@ -1,6 +1,7 @@
 import ArgumentParser
 import CoatyEdgeCLI
 import CoatyEdgeOptions
+import CoatyModel
 
 struct Observe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

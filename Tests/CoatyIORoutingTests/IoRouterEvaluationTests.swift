@@ -41,6 +41,7 @@ import Testing
 
         mutating func evaluate(context: IoContext, rules: any IoRoutingRules, shared: JSONObject) -> [IoRouterEvaluation.Change] {
             var matched: [(source: IoSource, actor: IoActor, rate: Double?, rule: String)] = []
+            var agents: [String: (source: String?, actor: String?)] = [:]
             var seen = Set<[String]>()
             for sourceNode in nodes {
                 for source in sourceNode.ioSources {
@@ -52,6 +53,7 @@ import Testing
                                 shared: shared)
                             guard let rule = rules.match(candidate).rule else { continue }
                             matched.append((source, actor, Self.maximum(source.updateRate, actor.updateRate), rule))
+                            agents[source.objectId + ">" + actor.objectId] = (sourceNode.object.parentObjectId, actorNode.object.parentObjectId)
                         }
                     }
                 }
@@ -88,7 +90,10 @@ import Testing
                 sourceRoutes[pair.source.objectId] = route
                 let association = IoAssociation(
                     sourceId: pair.source.objectId, sourceName: pair.source.name, actorId: pair.actor.objectId,
-                    actorName: pair.actor.name, route: route, updateRate: target.rate, rule: target.rule)
+                    actorName: pair.actor.name, valueType: pair.source.valueType,
+                    sourceAgentId: agents[pair.source.objectId + ">" + pair.actor.objectId]?.source ?? nil,
+                    actorAgentId: agents[pair.source.objectId + ">" + pair.actor.objectId]?.actor ?? nil, route: route,
+                    updateRate: target.rate, rule: target.rule)
                 changes.append(.init(association: association, route: association.route))
                 kept.append(association)
             }

@@ -4,5 +4,5 @@
 # release build. Usage: Tests/Tools/measure-counter.sh [SECONDS_PER_RATE] [RATE...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-swift build -c release --product CounterBenchmark 2>&1 | grep -E "error|warning:|Build complete" || true
-exec "$(swift build -c release --show-bin-path)/CounterBenchmark" "$@"
+swift build -c release --product HardwareBenchmark 2>&1 | grep -E "error|warning:|Build complete" || true
+exec "$(swift build -c release --show-bin-path)/HardwareBenchmark" counter "$@"

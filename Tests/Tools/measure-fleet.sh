@@ -141,7 +141,7 @@ listed=$(grep -c '"name":"fleet-[0-9]*"' "$work/last" || true)
 read -r t_brief n_brief < <(timed agents --brief --name 'fleet-00*' --census 5)
 read -r t_summary _ < <(timed agents --summary --census 5)
 summary_line=$(head -n 1 "$work/last")
-read -r t_rules _ < <(timed rules show)
+read -r t_rules _ < <(timed rules show --all) # every association, read page by page
 rules_lines=$(grep -c 'fleet-source-\|SoC temperature' "$work/last" || true)
 sleep "$seconds"
 window_seconds=$(elapsed "$window")
@@ -168,7 +168,7 @@ if rss:
 PY
 echo "  agents --json: $listed of $started fleet agents listed in $t_json s; --brief --name 'fleet-00*': $n_brief lines in $t_brief s"
 echo "  agents --summary in $t_summary s: $summary_line"
-echo "  rules show in $t_rules s: $rules_lines lines name fleet sources"
+echo "  rules show --all in $t_rules s: $rules_lines lines name fleet sources"
 echo "  observe: values of $valued of $started sources in the window"
 
 # Last wills of real agents.

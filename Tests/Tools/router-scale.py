@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The router at fleet scale: how long a `coaty-edge run` router takes to associate 10 to 10,000 IO points after the
 last advertisement, how long a context switch takes to re-route all of them, how fast `rules show` answers right
-after the flood, how fast SIGTERM ends it, and its memory.
+after the flood, how long `rules show --all` takes to list every association, how fast SIGTERM ends it, and its
+memory.
 
     Tests/Tools/router-scale.py [--coaty-edge PATH] [--baseline PATH] [--points 10,100,1000,10000] [--timeout S]
 
@@ -18,7 +19,9 @@ are 1,000 nodes, 20,000 compatible pairs and 10,000 associations in either state
 
 Times come from one mosquitto_sub on coaty/3/# with its receive timestamps: from the last advertisement (or the
 context Update) it sees to the Associate after which the router's associations are exactly the expected ones; for
-`rules show` (started when the flood is published), from its Call to the router's Return. (CPU) is the router's
+`rules show` (started when the flood is published), from its Call to the router's Return; "show all" is the run
+of `rules show --all --timeout 1` after the switch (a one-second wait for the routers' first answers, then a Call per
+page), "-" unless it lists exactly the associations the Associates made. (CPU) is the router's
 user and system time for the step, which a loaded machine does not stretch as it stretches the times. Memory is
 the router's VmRSS after the step and its peak (VmHWM), from /proc.
 """
@@ -281,6 +284,16 @@ def measure(executable, points, timeout, scratch):
             result["switchCPU"] = cpu_seconds(router.pid) - cpu
         else:
             result["switch"] = None
+        # Every association with `rules show --all`: the first answer after its one-second wait for the routers, then
+        # page after page; counted only if it lists exactly the associations the Associates made.
+        started = time.monotonic()
+        shown = subprocess.run([executable, "rules", "show", "--all", "--json", "--broker", "mqtt://127.0.0.1:%d" % port,
+                                "--timeout", "1"], capture_output=True, text=True, timeout=timeout)
+        elapsed = time.monotonic() - started
+        listed = set()
+        for line in shown.stdout.splitlines():
+            listed.update((entry["sourceId"], entry["actorId"]) for entry in json.loads(line).get("associations", []))
+        result["showAll"] = elapsed if shown.returncode == 0 and listed == expected["emergency"] else None
         figures = memory(router.pid)
         result["switchedRSS"] = figures.get("VmRSS")
         result["peakRSS"] = figures.get("VmHWM")
@@ -332,8 +345,8 @@ def main():
         if not os.access(path, os.X_OK):
             sys.exit("router-scale: %s is not an executable" % path)
     scratch = tempfile.mkdtemp(prefix="router-scale-")
-    header = "%-9s %6s %6s %6s  %10s %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
-        "router", "points", "nodes", "pairs", "associate", "(CPU)", "switch", "(CPU)", "rules show", "SIGTERM",
+    header = "%-9s %6s %6s %6s  %10s %10s %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
+        "router", "points", "nodes", "pairs", "associate", "(CPU)", "switch", "(CPU)", "rules show", "show all", "SIGTERM",
         "(CPU)", "Associates", "RSS", "peak RSS")
     if not arguments.json:
         print(header)
@@ -348,10 +361,11 @@ def main():
                 associate = seconds(result.get("associate"))
                 if result.get("associate") is None and "associatedAtTimeout" in result:
                     associate = ">%ds (%d)" % (arguments.timeout, result["associatedAtTimeout"])
-                print("%-9s %6d %6d %6d  %10s %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
+                print("%-9s %6d %6d %6d  %10s %10s %10s %10s %10s %10s %10s %10s %9s %10s %10s" % (
                     name, points, result["nodes"], result["associations"], associate,
                     seconds(result.get("associateCPU")), seconds(result.get("switch")), seconds(result.get("switchCPU")),
-                    seconds(result.get("rulesShow")), seconds(result.get("stop")), seconds(result.get("stopCPU")),
+                    seconds(result.get("rulesShow")), seconds(result.get("showAll")), seconds(result.get("stop")),
+                    seconds(result.get("stopCPU")),
                     result.get("switchAssociates", result.get("associatesSent", "-")),
                     mebibytes(result.get("switchedRSS", result.get("associatedRSS"))),
                     mebibytes(result.get("peakRSS"))), flush=True)
