@@ -121,7 +121,8 @@ extension CommunicationManager {
                 filters.count, of: responseType,
                 deliver: { [weak self] topic, response in
                     if let accepted = accept(response) {
-                        continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                        continuation.yield(
+                            ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
                     } else {
                         self?.rejectResponse(topic)
                     }
@@ -133,12 +134,15 @@ extension CommunicationManager {
                 return stream
             }
             let payload = event.payload.serializedBytes()
-            if observers.count == 1 {
-                enqueue(MQTTMessage(topic: topic(event.eventType, filter: filters[0], correlationId: observers[0].correlationId), payload: payload))
+            let messages = zip(filters, observers).map { filter, observer in
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
+                    payload: payload)
+            }
+            if messages.count == 1 {
+                enqueue(messages[0])
             } else {
-                enqueue(zip(filters, observers).map { filter, observer in
-                    MQTTMessage(topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId), payload: payload)
-                })
+                enqueue(messages)
             }
             if !subscribeAfter.isEmpty {
                 state.withLock { addSubscriptions(subscribeAfter, in: &$0) }
@@ -164,8 +168,9 @@ extension CommunicationManager {
         requestsRefusedCounter.increment()
         guard case .log(let suppressed) = refusedRequestsLogBudget.admit() else { return }
         let quiet = suppressed > 0 ? " (\(suppressed) more refused without a log line)" : ""
+        let limit = options.maximumPendingRequests
         logger.warning(
-            "refused a \(eventType.rawValue) request: \(options.maximumPendingRequests) requests are waiting for responses already\(quiet)")
+            "refused a \(eventType.rawValue) request: \(limit) requests are waiting for responses already\(quiet)")
     }
 
     private func rejectResponse(_ topic: CoatyTopic) {

@@ -162,7 +162,10 @@ public final class CommunicationManager: Sendable {
         let routing = IoRoutingTable(
             sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
             actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) })
-        state = Mutex(State(routing: routing, queueLimits: options.offlineQueue, maximumPendingRequests: options.maximumPendingRequests))
+        state = Mutex(
+            State(
+                routing: routing, queueLimits: options.offlineQueue,
+                maximumPendingRequests: options.maximumPendingRequests))
     }
 
     // MARK: - States
@@ -667,7 +670,8 @@ public final class CommunicationManager: Sendable {
         return state.withLock { state in
             guard
                 let taken = state.responseSubscriptions.take(count, of: responseType, filter: { correlationId in
-                    CoatyTopic.subscriptionFilter(namespace: namespace, eventType: responseType, correlationId: correlationId)
+                    CoatyTopic.subscriptionFilter(
+                        namespace: namespace, eventType: responseType, correlationId: correlationId)
                 })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
@@ -686,7 +690,9 @@ public final class CommunicationManager: Sendable {
 
     func removeObserver(_ id: Int) {
         state.withLock { state in
-            guard let (key, topicFilter, isResponse) = state.observerSubscriptions.removeValue(forKey: id) else { return }
+            guard let (key, topicFilter, isResponse) = state.observerSubscriptions.removeValue(forKey: id) else {
+                return
+            }
             state.eventObservers[key]?.removeAll { $0.id == id }
             if state.eventObservers[key]?.isEmpty == true { state.eventObservers[key] = nil }
             if isResponse {

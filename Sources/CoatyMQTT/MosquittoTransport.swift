@@ -211,7 +211,8 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             let new = topicFilters.filter { !state.subscriptions.contains($0) && added.insert($0).inserted }
             guard !new.isEmpty else { return }
             if state.connected {
-                try checkSubscriptionChange(withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) })
+                let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+                try checkSubscriptionChange(rc)
                 state.executor?.wakeIfSleeping()
             }
             state.subscriptions.append(contentsOf: new)
@@ -230,7 +231,8 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             let gone = topicFilters.filter { state.subscriptions.contains($0) && removed.insert($0).inserted }
             guard !gone.isEmpty else { return }
             if state.connected {
-                try checkSubscriptionChange(withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) })
+                let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+                try checkSubscriptionChange(rc)
                 state.executor?.wakeIfSleeping()
             }
             state.subscriptions.remove(gone)

@@ -11,10 +11,13 @@ import Testing
 @Suite struct ResponseRoutingTests {
     let broker = InMemoryBroker()
 
-    func manager(_ name: String, maximumPendingRequests: Int = CommunicationOptions.defaultMaximumPendingRequests) -> CommunicationManager {
+    func manager(
+        _ name: String, maximumPendingRequests: Int = CommunicationOptions.defaultMaximumPendingRequests
+    ) -> CommunicationManager {
         let broker = self.broker
         return CommunicationManager(
-            identity: Identity(name: name), options: CommunicationOptions(maximumPendingRequests: maximumPendingRequests),
+            identity: Identity(name: name),
+            options: CommunicationOptions(maximumPendingRequests: maximumPendingRequests),
             makeTransport: { broker.makeTransport() })
     }
 
@@ -45,9 +48,8 @@ import Testing
             for index in 0..<count {
                 group.addTask {
                     var returned: [JSONValue] = []
-                    for await response in try requester.publishCall(
-                        CallEvent(operation: "echo", parameters: ["index": .number(Double(index))]), timeout: .seconds(20))
-                    {
+                    let call = CallEvent(operation: "echo", parameters: ["index": .number(Double(index))])
+                    for await response in try requester.publishCall(call, timeout: .seconds(20)) {
                         if case .result(let value) = response.event.outcome { returned.append(value) }
                         break
                     }
@@ -96,7 +98,8 @@ import Testing
         #expect(requester.statistics.messagesRejected == 0)
 
         let answering = try echo(on: responder)
-        let next = Recorder(try requester.publishCall(CallEvent(operation: "echo", parameters: ["n": 1]), timeout: .seconds(20)))
+        let next = Recorder(
+            try requester.publishCall(CallEvent(operation: "echo", parameters: ["n": 1]), timeout: .seconds(20)))
         let answers = try await next.wait(count: 1)
         #expect(answers.map(\.event.outcome) == [.result(["n": 1])])
         answering.cancel()
@@ -111,7 +114,9 @@ import Testing
         try await online(requester)
         let first = Recorder(try requester.publishCall(CallEvent(operation: "nobody")))
         let second = Recorder(requester.publishQuery(QueryEvent(objectTypes: ["com.example.T"])))
-        try await poll { broker.publishedMessages.filter { $0.topic.contains("/CLL:") || $0.topic.contains("/QRY/") }.count == 2 }
+        try await poll {
+            broker.publishedMessages.filter { $0.topic.contains("/CLL:") || $0.topic.contains("/QRY/") }.count == 2
+        }
         let refused = Recorder(try requester.publishCall(CallEvent(operation: "nobody")))
         try await refused.waitFinished()
         #expect(requester.statistics.requestsRefused == 1)

@@ -53,7 +53,8 @@ import Testing
             #expect(taken.subscribeBefore.isEmpty)
             used += taken.correlationIds
             if !taken.subscribeAfter.isEmpty { refills.append(taken.subscribeAfter) }
-            #expect(responses.spareCount(of: .returnEvent) > ResponseSubscriptions.spareCount - ResponseSubscriptions.batchSize)
+            let lowest = ResponseSubscriptions.spareCount - ResponseSubscriptions.batchSize
+            #expect(responses.spareCount(of: .returnEvent) > lowest)
         }
         #expect(refills.count == 4)
         #expect(refills.allSatisfy { $0.count == ResponseSubscriptions.batchSize })
@@ -76,7 +77,8 @@ import Testing
         }
         #expect(responses.release(topics[ResponseSubscriptions.batchSize - 1], isOnline: true)
             == Array(topics.prefix(ResponseSubscriptions.batchSize)))
-        #expect(responses.release(topics[ResponseSubscriptions.batchSize], isOnline: false) == [topics[ResponseSubscriptions.batchSize]])
+        let offline = topics[ResponseSubscriptions.batchSize]
+        #expect(responses.release(offline, isOnline: false) == [offline])
         #expect(responses.release(topics[ResponseSubscriptions.batchSize + 1], isOnline: true).isEmpty)
         #expect(responses.releaseEnded() == [topics[ResponseSubscriptions.batchSize + 1]])
         #expect(responses.ended.isEmpty)

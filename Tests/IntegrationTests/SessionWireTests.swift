@@ -225,7 +225,9 @@ import Testing
         try await broker.stop()
         try await poll { requester.communicationState != .online && responder.communicationState != .online }
         try await broker.start()
-        try await poll(within: .seconds(20)) { requester.communicationState == .online && responder.communicationState == .online }
+        try await poll(within: .seconds(20)) {
+            requester.communicationState == .online && responder.communicationState == .online
+        }
         try await brokerSync(requester)
         try await brokerSync(responder)
         for index in 100..<110 {
