@@ -1,4 +1,5 @@
 import CoatyJSON
+import CoatyMQTT
 import CoatyModel
 
 /// The typed event API: one-way publish and observe, requests with response streams, and responders.
@@ -115,25 +116,38 @@ extension CommunicationManager {
                 continuation.finish()
                 return stream
             }
-            let payload = event.payload.serializedBytes()
-            var observerIds: [Int] = []
-            var messages: [(String, [UInt8])] = []
-            for filter in event.topicFilters {
-                let correlationId = CoatyUUID.random()
-                observerIds.append(
-                    addObserver(
-                        responseType, correlationId: correlationId,
-                        deliver: { [weak self] topic, response in
-                            if let accepted = accept(response) {
-                                continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
-                            } else {
-                                self?.rejectResponse(topic)
-                            }
-                        },
-                        finish: continuation.finish))
-                messages.append((topic(event.eventType, filter: filter, correlationId: correlationId), payload))
+            let filters = event.topicFilters
+            let registered = addResponseObservers(
+                filters.count, of: responseType,
+                deliver: { [weak self] topic, response in
+                    if let accepted = accept(response) {
+                        continuation.yield(
+                            ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                    } else {
+                        self?.rejectResponse(topic)
+                    }
+                },
+                finish: continuation.finish)
+            guard let (observers, subscribeAfter) = registered else {
+                refuseRequest(event.eventType)
+                continuation.finish()
+                return stream
             }
-            enqueue(messages.map { .init(topic: $0.0, payload: $0.1) })
+            let payload = event.payload.serializedBytes()
+            let messages = zip(filters, observers).map { filter, observer in
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
+                    payload: payload)
+            }
+            if messages.count == 1 {
+                enqueue(messages[0])
+            } else {
+                enqueue(messages)
+            }
+            if !subscribeAfter.isEmpty {
+                state.withLock { addSubscriptions(subscribeAfter, in: &$0) }
+            }
+            let observerIds = observers.map(\.id)
             let timer = timeout.map { timeout in
                 Task {
                     try? await Task.sleep(for: timeout)
@@ -146,6 +160,17 @@ extension CommunicationManager {
             }
             return stream
         }
+    }
+
+    /// A request beyond `maximumPendingRequests`: not published, its responses end at once; counted and logged.
+    private func refuseRequest(_ eventType: CoatyEventType) {
+        counters.requestsRefused.add(1)
+        requestsRefusedCounter.increment()
+        guard case .log(let suppressed) = refusedRequestsLogBudget.admit() else { return }
+        let quiet = suppressed > 0 ? " (\(suppressed) more refused without a log line)" : ""
+        let limit = options.maximumPendingRequests
+        logger.warning(
+            "refused a \(eventType.rawValue) request: \(limit) requests are waiting for responses already\(quiet)")
     }
 
     private func rejectResponse(_ topic: CoatyTopic) {

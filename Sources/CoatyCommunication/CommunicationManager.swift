@@ -31,13 +31,15 @@ public final class CommunicationManager: Sendable {
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     let state: Mutex<State>
-    private let counters = StatisticsCounters()
+    let counters = StatisticsCounters()
     private let operatingStateBroadcast = CurrentValueBroadcast(OperatingState.stopped)
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
     let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
     private let oversizedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
     private let rejectionLogBudget = LogBudget()
+    let requestsRefusedCounter = Counter(label: "coaty_edge_requests_refused_total")
+    let refusedRequestsLogBudget = LogBudget()
     private let connectionFailures = ConnectionFailureLog()
     /// Set by `stopReceiving` (and `stop`) until the next start: inbound messages are dropped, not handled.
     private let isDroppingInbound = Atomic(false)
@@ -108,7 +110,10 @@ public final class CommunicationManager: Sendable {
         var hasLeft = false
         var nextObserverId = 0
         var eventObservers: [RoutingKey: [EventObserver]] = [:]
-        var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String)] = [:]
+        /// Per observer, its routing key and topic filter; for the observer of a request's responses the filter is
+        /// one of `responseSubscriptions`, which it gives back, rather than a subscription it counts.
+        var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String, isResponse: Bool)] = [:]
+        var responseSubscriptions: ResponseSubscriptions
         /// Per own actor.
         var ioValueReceivers: [String: [IoValueReceiver]] = [:]
         var ioStateObservers: [String: [Int: ObservationStream<IoState>.Continuation]] = [:]
@@ -123,9 +128,10 @@ public final class CommunicationManager: Sendable {
         /// Resends sync frames and acknowledgements every second while started.
         var zeroLossTask: Task<Void, Never>?
 
-        init(routing: IoRoutingTable, queueLimits: OfflineQueueLimits) {
+        init(routing: IoRoutingTable, queueLimits: OfflineQueueLimits, maximumPendingRequests: Int) {
             self.routing = routing
             queue = PublicationQueue(limits: queueLimits)
+            responseSubscriptions = ResponseSubscriptions(maximumPending: maximumPendingRequests)
         }
 
         mutating func makeObserverId() -> Int {
@@ -156,7 +162,10 @@ public final class CommunicationManager: Sendable {
         let routing = IoRoutingTable(
             sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
             actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) })
-        state = Mutex(State(routing: routing, queueLimits: options.offlineQueue))
+        state = Mutex(
+            State(
+                routing: routing, queueLimits: options.offlineQueue,
+                maximumPendingRequests: options.maximumPendingRequests))
     }
 
     // MARK: - States
@@ -334,7 +343,7 @@ public final class CommunicationManager: Sendable {
                 routing: IoRoutingTable(
                     sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) },
                     actorIds: ioNodeDefinitions.flatMap { $0.ioActors.map(\.objectId) }),
-                queueLimits: options.offlineQueue)
+                queueLimits: options.offlineQueue, maximumPendingRequests: options.maximumPendingRequests)
             return ended
         }
         communicationStateBroadcast.send(.offline)
@@ -411,6 +420,7 @@ public final class CommunicationManager: Sendable {
         case .connectionLost(let reason):
             let wasOnline = state.withLock { state in
                 defer { state.isOnline = false }
+                removeSubscriptions(state.responseSubscriptions.releaseEnded(), in: &state)
                 return state.isOnline
             }
             zeroLossConnectionLost()
@@ -586,30 +596,50 @@ public final class CommunicationManager: Sendable {
     // MARK: - Subscriptions and observers
 
     func addSubscription(_ filter: String, in state: inout State) {
-        let count = state.subscriptionCounts[filter, default: 0]
-        state.subscriptionCounts[filter] = count + 1
-        guard count == 0 else { return }
-        state.subscriptionOrder.append(filter)
+        addSubscriptions([filter], in: &state)
+    }
+
+    /// Counts a need for each filter; those needed for the first time are subscribed together (one packet).
+    func addSubscriptions(_ filters: [String], in state: inout State) {
+        var new: [String] = []
+        for filter in filters {
+            let count = state.subscriptionCounts[filter, default: 0]
+            state.subscriptionCounts[filter] = count + 1
+            if count == 0 { new.append(filter) }
+        }
+        guard !new.isEmpty else { return }
+        state.subscriptionOrder += new
         if state.isOnline, let transport = state.transport {
             do {
-                try transport.subscribe(filter)
+                try transport.subscribe(new)
             } catch {
-                logger.warning("cannot subscribe \(filter) now, will on reconnect: \(error)")
+                logger.warning("cannot subscribe \(new.joined(separator: ", ")) now, will on reconnect: \(error)")
             }
         }
     }
 
     func removeSubscription(_ filter: String, in state: inout State) {
-        guard let count = state.subscriptionCounts[filter] else { return }
-        if count > 1 {
-            state.subscriptionCounts[filter] = count - 1
-            return
+        removeSubscriptions([filter], in: &state)
+    }
+
+    /// Takes back a need for each filter; those no longer needed are unsubscribed together (one packet).
+    func removeSubscriptions(_ filters: [String], in state: inout State) {
+        var gone: Set<String> = []
+        for filter in filters {
+            guard let count = state.subscriptionCounts[filter] else { continue }
+            if count > 1 {
+                state.subscriptionCounts[filter] = count - 1
+            } else {
+                state.subscriptionCounts[filter] = nil
+                gone.insert(filter)
+            }
         }
-        state.subscriptionCounts[filter] = nil
-        state.subscriptionOrder.removeAll { $0 == filter }
+        guard !gone.isEmpty else { return }
+        let order = state.subscriptionOrder.filter { gone.contains($0) }
+        state.subscriptionOrder.removeAll { gone.contains($0) }
         // Offline too: the transport remembers its subscriptions and would otherwise renew this one on the next
         // connect (a timed-out request's response topic, a cancelled observation), for good.
-        try? state.transport?.unsubscribe(filter)
+        try? state.transport?.unsubscribe(order)
     }
 
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
@@ -623,18 +653,54 @@ public final class CommunicationManager: Sendable {
         return state.withLock { state in
             let id = state.makeObserverId()
             state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
-            state.observerSubscriptions[id] = (key, topicFilter)
+            state.observerSubscriptions[id] = (key, topicFilter, false)
             addSubscription(topicFilter, in: &state)
             return id
         }
     }
 
+    /// Registers the observers of `count` requests' responses on topics of `responseSubscriptions`; returns their
+    /// ids and correlation ids, and the spare topics to subscribe once the requests are published; nil (and nothing
+    /// registered) when `maximumPendingRequests` would be passed.
+    func addResponseObservers(
+        _ count: Int, of responseType: CoatyEventType,
+        deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
+    ) -> (observers: [(id: Int, correlationId: String)], subscribeAfter: [String])? {
+        let namespace = subscriptionNamespace
+        return state.withLock { state in
+            guard
+                let taken = state.responseSubscriptions.take(count, of: responseType, filter: { correlationId in
+                    CoatyTopic.subscriptionFilter(
+                        namespace: namespace, eventType: responseType, correlationId: correlationId)
+                })
+            else { return nil }
+            addSubscriptions(taken.subscribeBefore, in: &state)
+            let observers = taken.correlationIds.map { correlationId in
+                let id = state.makeObserverId()
+                let key = RoutingKey(responseType, filter: nil, correlationId: correlationId)
+                let topicFilter = CoatyTopic.subscriptionFilter(
+                    namespace: namespace, eventType: responseType, correlationId: correlationId)
+                state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
+                state.observerSubscriptions[id] = (key, topicFilter, true)
+                return (id, correlationId)
+            }
+            return (observers, taken.subscribeAfter)
+        }
+    }
+
     func removeObserver(_ id: Int) {
         state.withLock { state in
-            guard let (key, topicFilter) = state.observerSubscriptions.removeValue(forKey: id) else { return }
+            guard let (key, topicFilter, isResponse) = state.observerSubscriptions.removeValue(forKey: id) else {
+                return
+            }
             state.eventObservers[key]?.removeAll { $0.id == id }
             if state.eventObservers[key]?.isEmpty == true { state.eventObservers[key] = nil }
-            removeSubscription(topicFilter, in: &state)
+            if isResponse {
+                removeSubscriptions(
+                    state.responseSubscriptions.release(topicFilter, isOnline: state.isOnline), in: &state)
+            } else {
+                removeSubscription(topicFilter, in: &state)
+            }
         }
     }
 
@@ -1020,6 +1086,7 @@ final class StatisticsCounters: Sendable {
     let messagesRejected = Atomic(0)
     let messagesOversized = Atomic(0)
     let responsesRejected = Atomic(0)
+    let requestsRefused = Atomic(0)
     let ioValuesPublished = Atomic(0)
     let ioValuesReceived = Atomic(0)
     let reconnects = Atomic(0)
@@ -1028,7 +1095,7 @@ final class StatisticsCounters: Sendable {
         CommunicationStatistics(
             messagesReceived: messagesReceived.value, messagesPublished: messagesPublished.value,
             messagesRejected: messagesRejected.value, messagesOversized: messagesOversized.value,
-            responsesRejected: responsesRejected.value,
+            responsesRejected: responsesRejected.value, requestsRefused: requestsRefused.value,
             ioValuesPublished: ioValuesPublished.value, ioValuesReceived: ioValuesReceived.value,
             reconnects: reconnects.value)
     }

@@ -103,6 +103,13 @@ public struct CommunicationOptions: Sendable, Equatable {
     /// Find the broker by mDNS (`"brokerUrl": "mdns"` or `"mdns:<name>"`): the DNS-SD instance name of
     /// `_coaty-mqtt._tcp` to look for, in place of `host` and `port`.
     public var mdnsServiceName: String?
+    /// Requests (Discover, Query, Update, Call) whose responses are observed at the same time, at most: each holds
+    /// a response subscription and its observer. One more is refused (its responses end at once), counted in
+    /// `coaty_edge_requests_refused_total` and logged.
+    public var maximumPendingRequests: Int
+
+    /// The default of `maximumPendingRequests`.
+    public static let defaultMaximumPendingRequests = 10_000
 
     /// The default of `maximumInboundPayload`: 256 KiB, the `message_size_limit` of the deploy broker. Coaty events
     /// and IO values are far smaller; a shared object's whole data (at most 128 KiB by default) fits with room.
@@ -113,7 +120,8 @@ public struct CommunicationOptions: Sendable, Equatable {
         tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
         namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
         maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload,
-        offlineQueue: OfflineQueueLimits = OfflineQueueLimits(), zeroLoss: ZeroLossOptions? = nil
+        offlineQueue: OfflineQueueLimits = OfflineQueueLimits(), zeroLoss: ZeroLossOptions? = nil,
+        maximumPendingRequests: Int = CommunicationOptions.defaultMaximumPendingRequests
     ) {
         self.host = host
         self.port = port
@@ -127,6 +135,7 @@ public struct CommunicationOptions: Sendable, Equatable {
         self.maximumInboundPayload = maximumInboundPayload
         self.offlineQueue = offlineQueue
         self.zeroLoss = zeroLoss
+        self.maximumPendingRequests = maximumPendingRequests
     }
 }
 
@@ -147,6 +156,8 @@ public struct CommunicationStatistics: Sendable, Hashable {
     public var messagesOversized = 0
     /// Responses that do not answer their request (wrong type or object), dropped as Coaty JS does.
     public var responsesRejected = 0
+    /// Requests not published because `maximumPendingRequests` were waiting for responses already.
+    public var requestsRefused = 0
     public var ioValuesPublished = 0
     public var ioValuesReceived = 0
     /// Values of own sources dropped for any reason (`CommunicationManager.droppedValues` tells which).

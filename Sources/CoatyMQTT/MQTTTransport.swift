@@ -22,10 +22,24 @@ public protocol MQTTTransport: AnyObject, Sendable {
 
     func subscribe(_ topicFilter: String) throws(MQTTError)
     func unsubscribe(_ topicFilter: String) throws(MQTTError)
+    /// Several filters at once: with libmosquitto, one SUBSCRIBE (or UNSUBSCRIBE) packet and one acknowledgement.
+    func subscribe(_ topicFilters: [String]) throws(MQTTError)
+    func unsubscribe(_ topicFilters: [String]) throws(MQTTError)
 
     /// Ends the connection and the network thread. `.clean` sends DISCONNECT after everything already published,
     /// so the broker drops the will; `.abrupt` closes the socket so the broker publishes the will.
     func disconnect(_ mode: MQTTDisconnectMode) async
+}
+
+extension MQTTTransport {
+    /// One filter after the other, for transports without a batch of their own.
+    public func subscribe(_ topicFilters: [String]) throws(MQTTError) {
+        for filter in topicFilters { try subscribe(filter) }
+    }
+
+    public func unsubscribe(_ topicFilters: [String]) throws(MQTTError) {
+        for filter in topicFilters { try unsubscribe(filter) }
+    }
 }
 
 public enum MQTTDisconnectMode: Sendable {

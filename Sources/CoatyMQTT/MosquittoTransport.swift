@@ -7,7 +7,7 @@ import Synchronization
 /// The thread runs its own poll loop over libmosquitto's external-loop calls (`mosquitto_loop_read`, `_write`,
 /// `_misc`) rather than `mosquitto_loop`: it also waits on an eventfd, so that it can run the jobs of a
 /// `ConnectionExecutor` between reads and writes, and be woken for them. libmosquitto's own wake-up pipe, written
-/// for every packet it queues, is left unread after the connect; once its buffer is full those writes fail at once.
+/// for every packet it queues and read only by its own loop, is closed before the connect (`LibraryWakePipe`).
 /// It reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own schedule and retries failed TCP
 /// connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
@@ -38,7 +38,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         var connected = false
         /// The executor whose jobs the network thread runs (set by `connect`).
         var executor: ConnectionExecutor?
-        var subscriptions: [String] = []
+        var subscriptions = SubscriptionList()
         var stopMode: MQTTDisconnectMode?
         /// A duplicate of the current connection's socket, for `disconnect(.abrupt)` to shut down from another
         /// thread: libmosquitto's own descriptor could be closed and reused by then; this one is closed only by us,
@@ -74,6 +74,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         mosquitto_destroy(handle)
         close(wakeEvent)
     }
+
+    /// Whether libmosquitto still has its wake-up pipe (see `LibraryWakePipe`): true until `connect`, and after it
+    /// only where libmosquitto's layout was not recognised.
+    var hasLibraryWakePipe: Bool { LibraryWakePipe.descriptors(of: handle) != nil }
 
     public func connect(
         _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
@@ -129,6 +133,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
 
         try check(mosquitto_reinitialise(handle, options.clientId, true, context))
+        LibraryWakePipe.close(in: handle)
         mosquitto_connect_callback_set(handle, receiveConnack)
         mosquitto_message_callback_set(handle, receiveMessage)
         mosquitto_publish_callback_set(handle, publicationWritten)
@@ -195,26 +200,42 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
-        try Self.checkTopicFilter(topicFilter)
+        try subscribe([topicFilter])
+    }
+
+    /// One SUBSCRIBE packet for the filters not subscribed yet.
+    public func subscribe(_ topicFilters: [String]) throws(MQTTError) {
+        for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            guard !state.subscriptions.contains(topicFilter) else { return }
+            var added = Set<String>()
+            let new = topicFilters.filter { !state.subscriptions.contains($0) && added.insert($0).inserted }
+            guard !new.isEmpty else { return }
             if state.connected {
-                try checkSubscriptionChange(mosquitto_subscribe(handle, nil, topicFilter, 0))
+                let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+                try checkSubscriptionChange(rc)
                 state.executor?.wakeIfSleeping()
             }
-            state.subscriptions.append(topicFilter)
+            state.subscriptions.append(contentsOf: new)
         }
     }
 
     public func unsubscribe(_ topicFilter: String) throws(MQTTError) {
-        try Self.checkTopicFilter(topicFilter)
+        try unsubscribe([topicFilter])
+    }
+
+    /// One UNSUBSCRIBE packet for the filters that are subscribed.
+    public func unsubscribe(_ topicFilters: [String]) throws(MQTTError) {
+        for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            guard let index = state.subscriptions.firstIndex(of: topicFilter) else { return }
+            var removed = Set<String>()
+            let gone = topicFilters.filter { state.subscriptions.contains($0) && removed.insert($0).inserted }
+            guard !gone.isEmpty else { return }
             if state.connected {
-                try checkSubscriptionChange(mosquitto_unsubscribe(handle, nil, topicFilter))
+                let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+                try checkSubscriptionChange(rc)
                 state.executor?.wakeIfSleeping()
             }
-            state.subscriptions.remove(at: index)
+            state.subscriptions.remove(gone)
         }
     }
 

@@ -139,34 +139,103 @@ import Testing
         return broker.logText.components(separatedBy: marker).dropFirst().map { String($0.prefix { $0 != "'" }) }
     }
 
-    /// A request's responses end when the consumer stops, when the timeout passes and when the manager stops, and
-    /// each time the response subscription goes away.
-    @Test func responseStreamsEndOnCancellationTimeoutAndStopAndUnsubscribe() async throws {
+    /// A request's responses end when the consumer stops, when the timeout passes and when the manager stops. Its
+    /// response topic is subscribed before it is published (the first request's together with the spares of later
+    /// ones, in one SUBSCRIBE), and the topics of ended requests are given up eight at a time, in one UNSUBSCRIBE.
+    @Test func responseStreamsEndOnCancellationTimeoutAndStopAndTopicsAreGivenUpInBatches() async throws {
         let broker = try await TestBroker.started()
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let agent = scenarios.agent("requester")
         try await scenarios.online(agent)
         let client = agent.clientId
+        func count(_ text: String) -> Int { broker.logText.components(separatedBy: text).count - 1 }
+        let subscribesBefore = count("Received SUBSCRIBE from \(client)\n")
 
         let cancelled = Recorder(agent.publishDiscover(.coreTypes([.task])))
         try await poll { discoverCorrelationIds(of: agent, in: broker).count == 1 }
         let first = discoverCorrelationIds(of: agent, in: broker)[0]
         try await broker.waitForLog(containing: "\(client) 0 coaty/3/-/RSV/+/\(first)\n")
+        // The broker logs one client's packets in order: earlier ones (the scenario's sync) are counted by now.
+        let unsubscribesBefore = count("Received UNSUBSCRIBE from \(client)\n")
         cancelled.cancel()
         try await cancelled.waitFinished()
-        try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(first)\n")
 
         let timed = Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(300)))
         try await timed.waitFinished()
         #expect(timed.elements.isEmpty)
-        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 2 }
-        let second = discoverCorrelationIds(of: agent, in: broker)[1]
-        try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(second)\n")
+        // Not given up yet: a batch is eight.
+        #expect(!broker.logText.contains("\(client) coaty/3/-/RSV/+/\(first)\n"))
+        for _ in 0..<6 {
+            try await Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(20))).waitFinished()
+        }
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 8 }
+        let ended = discoverCorrelationIds(of: agent, in: broker)
+        for correlationId in ended {
+            try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(correlationId)\n")
+        }
+        #expect(Set(ended).count == 8)
+        #expect(count("Received UNSUBSCRIBE from \(client)\n") == unsubscribesBefore + 1)
+        #expect(count("Received SUBSCRIBE from \(client)\n") == subscribesBefore + 1)
+        for correlationId in ended {
+            #expect(count("\(client) 0 coaty/3/-/RSV/+/\(correlationId)\n") == 1)
+        }
 
         let open = Recorder(agent.publishDiscover(.coreTypes([.task])))
-        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 3 }
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 9 }
         await agent.stop()
         try await open.waitFinished()
+        try await broker.stop()
+    }
+
+    /// Response topics subscribed ahead are renewed with every reconnect: a Call made after the broker came back
+    /// takes one and gets its Return. Many calls in a row cost a SUBSCRIBE and an UNSUBSCRIBE per eight calls.
+    @Test func callsAfterAReconnectUseTheRenewedResponseTopics() async throws {
+        let broker = try await TestBroker.started()
+        let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        let requester = scenarios.agent("requester")
+        let responder = scenarios.agent("responder")
+        let calls = try responder.observeCall(operation: "echo")
+        let answering = Task {
+            for await call in calls {
+                try? await call.respond(ReturnEvent(.result(call.event.parameters ?? .null)))
+            }
+        }
+        try await scenarios.online(requester, responder)
+        func call(_ index: Int) async throws -> JSONValue? {
+            for await response in try requester.publishCall(
+                CallEvent(operation: "echo", parameters: ["index": .number(Double(index))]), timeout: .seconds(20))
+            {
+                guard case .result(let value) = response.event.outcome else { return nil }
+                return value
+            }
+            return nil
+        }
+        #expect(try await call(0) == ["index": 0])
+        let client = requester.clientId
+        func count(_ text: String) -> Int { broker.logText.components(separatedBy: text).count - 1 }
+        let subscribes = count("Received SUBSCRIBE from \(client)\n")
+        let unsubscribes = count("Received UNSUBSCRIBE from \(client)\n")
+        for index in 1...32 {
+            #expect(try await call(index) == ["index": .number(Double(index))])
+        }
+        // Per call before: one of each.
+        #expect(count("Received SUBSCRIBE from \(client)\n") - subscribes <= 5)
+        #expect(count("Received UNSUBSCRIBE from \(client)\n") - unsubscribes <= 5)
+
+        try await broker.stop()
+        try await poll { requester.communicationState != .online && responder.communicationState != .online }
+        try await broker.start()
+        try await poll(within: .seconds(20)) {
+            requester.communicationState == .online && responder.communicationState == .online
+        }
+        try await brokerSync(requester)
+        try await brokerSync(responder)
+        for index in 100..<110 {
+            #expect(try await call(index) == ["index": .number(Double(index))])
+        }
+        answering.cancel()
+        await requester.stop()
+        await responder.stop()
         try await broker.stop()
     }
 

@@ -1,0 +1,117 @@
+import CoatyModel
+import Testing
+
+@testable import CoatyCommunication
+
+/// The bookkeeping of response topics subscribed ahead of requests: which topics go out when, that a correlation id
+/// is used once, and that memory stays bounded.
+@Suite struct ResponseSubscriptionsTests {
+    /// Correlation ids "c0", "c1", ... in the order they are made.
+    final class Counter: @unchecked Sendable {
+        var next = 0
+        func make() -> String {
+            defer { next += 1 }
+            return "c\(next)"
+        }
+    }
+
+    func pool(maximumPending: Int = 100) -> (ResponseSubscriptions, Counter) {
+        let counter = Counter()
+        return (ResponseSubscriptions(maximumPending: maximumPending, makeCorrelationId: counter.make), counter)
+    }
+
+    func filter(_ correlationId: String) -> String { "coaty/3/-/RTN/+/\(correlationId)" }
+
+    /// `take`, required to succeed.
+    func take(
+        _ count: Int = 1, of responseType: CoatyEventType, from responses: inout ResponseSubscriptions
+    ) throws -> (correlationIds: [String], subscribeBefore: [String], subscribeAfter: [String]) {
+        let taken = responses.take(count, of: responseType, filter: filter)
+        return try #require(taken)
+    }
+
+    @Test func theFirstRequestSubscribesItsTopicAndTheSparesInOneGoAheadOfIt() throws {
+        var (responses, _) = pool()
+        let first = try take(of: .returnEvent, from: &responses)
+        #expect(first.correlationIds == ["c0"])
+        #expect(first.subscribeBefore == (0...ResponseSubscriptions.spareCount).map { filter("c\($0)") })
+        #expect(first.subscribeAfter.isEmpty)
+        #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
+        // Another response type has spares of its own.
+        #expect(responses.spareCount(of: .resolve) == 0)
+    }
+
+    /// Later requests take spares without a subscription of their own; the spares are refilled a batch at a time,
+    /// after the request that found them half gone.
+    @Test func laterRequestsTakeSparesAndRefillInBatches() throws {
+        var (responses, _) = pool()
+        _ = responses.take(1, of: .returnEvent, filter: filter)
+        var refills: [[String]] = []
+        var used: [String] = []
+        for _ in 0..<(4 * ResponseSubscriptions.batchSize) {
+            let taken = try take(of: .returnEvent, from: &responses)
+            #expect(taken.subscribeBefore.isEmpty)
+            used += taken.correlationIds
+            if !taken.subscribeAfter.isEmpty { refills.append(taken.subscribeAfter) }
+            let lowest = ResponseSubscriptions.spareCount - ResponseSubscriptions.batchSize
+            #expect(responses.spareCount(of: .returnEvent) > lowest)
+        }
+        #expect(refills.count == 4)
+        #expect(refills.allSatisfy { $0.count == ResponseSubscriptions.batchSize })
+        #expect(Set(used).count == used.count)
+        #expect(!used.contains("c0"))
+    }
+
+    /// Ended topics are given up a batch at a time while online, and at once while offline or when the
+    /// connection is lost.
+    @Test func endedTopicsAreGivenUpInBatchesOnlineAndAtOnceOffline() throws {
+        var (responses, _) = pool()
+        var topics: [String] = []
+        for _ in 0..<(ResponseSubscriptions.batchSize + 3) {
+            let taken = try take(of: .returnEvent, from: &responses)
+            topics += taken.correlationIds.map(filter)
+        }
+        #expect(responses.pendingCount == ResponseSubscriptions.batchSize + 3)
+        for topic in topics.prefix(ResponseSubscriptions.batchSize - 1) {
+            #expect(responses.release(topic, isOnline: true).isEmpty)
+        }
+        #expect(responses.release(topics[ResponseSubscriptions.batchSize - 1], isOnline: true)
+            == Array(topics.prefix(ResponseSubscriptions.batchSize)))
+        let offline = topics[ResponseSubscriptions.batchSize]
+        #expect(responses.release(offline, isOnline: false) == [offline])
+        #expect(responses.release(topics[ResponseSubscriptions.batchSize + 1], isOnline: true).isEmpty)
+        #expect(responses.releaseEnded() == [topics[ResponseSubscriptions.batchSize + 1]])
+        #expect(responses.ended.isEmpty)
+        #expect(responses.pendingCount == 1)
+    }
+
+    /// Requests beyond the limit are refused without using a spare; an ended one makes room. An Update takes two.
+    @Test func refusesRequestsBeyondTheLimit() throws {
+        var (responses, counter) = pool(maximumPending: 3)
+        let update = try take(2, of: .complete, from: &responses)
+        #expect(update.correlationIds.count == 2 && Set(update.correlationIds).count == 2)
+        #expect(responses.take(2, of: .complete, filter: filter) == nil)
+        let made = counter.next
+        let single = try take(of: .complete, from: &responses)
+        #expect(responses.take(1, of: .returnEvent, filter: filter) == nil)
+        #expect(counter.next == made)
+        _ = responses.release(filter(single.correlationIds[0]), isOnline: true)
+        #expect(responses.take(1, of: .returnEvent, filter: filter) != nil)
+        #expect(responses.pendingCount == 3)
+    }
+
+    /// Requests that do not end (more of them than spares) still find spares: the refill follows every batch
+    /// taken, so none waits for a subscription of its own, and the spares stay bounded.
+    @Test func manyPendingRequestsStillTakeSpares() throws {
+        var (responses, _) = pool()
+        var all = try take(of: .resolve, from: &responses).correlationIds
+        for _ in 0..<(3 * ResponseSubscriptions.spareCount) {
+            let taken = try take(of: .resolve, from: &responses)
+            #expect(taken.subscribeBefore.isEmpty)
+            all += taken.correlationIds
+            #expect(responses.spareCount(of: .resolve) <= ResponseSubscriptions.spareCount)
+        }
+        #expect(Set(all).count == all.count)
+        #expect(responses.pendingCount == all.count)
+    }
+}
