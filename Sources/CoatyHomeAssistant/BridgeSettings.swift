@@ -59,7 +59,7 @@ public struct BridgeSettings: Sendable, Hashable {
 
     /// Reads both sections; nil when neither is there. Errors name the file, the JSON path and the reason.
     /// `allowsOpenPasswordFile`: see `Configuration.load`.
-    public static func read(
+    package static func read(
         _ configuration: Configuration, devices: DeviceConfiguration?, allowsOpenPasswordFile: Bool = false
     ) throws(ConfigurationError) -> BridgeSettings? {
         guard configuration.mqttTopics != nil || configuration.homeAssistant != nil else { return nil }
