@@ -16,7 +16,7 @@ public struct AgentConfiguration: Sendable {
     public var printsReceivedValues: Bool
     package var devices: DeviceConfiguration?
     /// The `mqttTopics` and `homeAssistant` sections; nil when neither is there.
-    public var bridge: BridgeSettings?
+    package var bridge: BridgeSettings?
 
     /// A router controller: `{"type": "ioRouter", "ioContext": {...}, "rules": "<directory or file>", "maxNodes": 256}`.
     public struct RouterSettings: Sendable {

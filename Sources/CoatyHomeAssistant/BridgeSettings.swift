@@ -16,7 +16,7 @@ import EdgeHardware
 ///                   "numbers": {"fan_on": {"shared": "setpoints.fanOn", "name": "Fan on above", "min": 30, "max": 90,
 ///                                          "step": 0.5, "unit": "°C"}}}
 /// ```
-public struct BridgeSettings: Sendable, Hashable {
+package struct BridgeSettings: Sendable, Hashable {
     /// The first level of every topic: `<prefix>/<agent>/<point>`, `<prefix>/<agent>/<point>/set`, `<prefix>/<agent>/status`.
     public var prefix = "coaty-edge"
     public var payload = PayloadFormat.plain
