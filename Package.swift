@@ -16,6 +16,8 @@ import PackageDescription
 //                           (the executable)
 //   dashboard               CoatyDashboard (the web dashboard's server), coaty-edge-dashboard (its executable, apart
 //                           from coaty-edge so that the agent does not map the HTTP server library)
+//   testing                 CoatyTesting (the helpers users test their controllers with: in-memory broker, real
+//                           mosquitto, manual clock, recorders), under the suites' CoatyTestSupport and MQTTTestSupport
 // The commit `coaty-edge --version` reports: COATY_EDGE_COMMIT from the build's environment (deploy/package.sh sets it,
 // as SwiftPM may reuse a manifest evaluated before the last commit), else the checkout's HEAD.
 let buildCommit: String = {
@@ -39,6 +41,7 @@ let package = Package(
         .library(name: "CoatySharedObjects", targets: ["CoatySharedObjects"]),
         .library(name: "CoatyIORouting", targets: ["CoatyIORouting", "RoutingRules", "JsonLogic"]),
         .library(name: "CoatyEdgeHardware", targets: ["EdgeHardware"]),
+        .library(name: "CoatyTesting", targets: ["CoatyTesting", "EdgeEmulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -153,15 +156,18 @@ let package = Package(
             name: "coaty-edge",
             dependencies: ["CoatyEdgeCLI", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
-        // Test support: an in-memory broker for logic tests, a real mosquitto per test, recorders and clocks.
+        // Testing helpers for users' own controllers (the CoatyTesting product): an in-memory broker, a real mosquitto
+        // on 127.0.0.1 on a free port, a manual clock, recorders; with EdgeEmulation's emulated chips.
+        .target(name: "CoatyTesting", dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
+        // Our own test support on top of it: scenarios, fuzz harnesses, child processes, bridged brokers.
         .target(
             name: "CoatyTestSupport",
             dependencies: [
-                "CoatyCommunication", "CoatySharedObjects", "CoatyIORouting", "EdgeHardware", "EdgeEmulation",
+                "CoatyTesting", "CoatyCommunication", "CoatySharedObjects", "CoatyIORouting", "EdgeHardware", "EdgeEmulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CoatyTestSupport"),
-        .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT"], path: "Tests/MQTTTestSupport"),
+        .target(name: "MQTTTestSupport", dependencies: ["CoatyMQTT", "CoatyTesting"], path: "Tests/MQTTTestSupport"),
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),

@@ -1,7 +1,7 @@
 import CoatyMQTT
 
 /// A configured broker: a URL, or `mdns` / `mdns:<service name>` to find it by mDNS as Coaty JS agents do.
-public enum BrokerAddress: Sendable, Equatable {
+package enum BrokerAddress: Sendable, Equatable {
     case url(MQTTBrokerURL)
     /// The DNS-SD instance name of a `_coaty-mqtt._tcp` service.
     case mdns(serviceName: String)

@@ -1,6 +1,6 @@
 /// The brokers an mDNS browse has found, and the one an agent uses: it stays with its broker while that is announced,
 /// and takes another only when its own went away. Pure logic, fed by `AvahiBrokerBrowser` (or a test).
-public struct BrokerDirectory: Sendable, Equatable {
+package struct BrokerDirectory: Sendable, Equatable {
     /// One announcement of a service: the same service is announced once per network interface and address family.
     public struct Announcement: Sendable, Hashable, Comparable {
         /// The DNS-SD service instance name, e.g. "Coaty MQTT Broker".

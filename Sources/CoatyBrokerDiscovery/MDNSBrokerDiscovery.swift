@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Avahi's callbacks run on its own thread (a threaded poll); the directory they fill is behind a mutex. When
 /// avahi-daemon is not running (or restarts) the client waits for it and browses again.
-public final class MDNSBrokerDiscovery: @unchecked Sendable {
+package final class MDNSBrokerDiscovery: @unchecked Sendable {
     /// The DNS-SD service type of Coaty's MQTT brokers ("coaty-mqtt" over TCP in Coaty JS's bonjour terms).
     public static let serviceType = "_coaty-mqtt._tcp"
     /// The instance name Coaty JS publishes its broker under and looks for by default.
@@ -178,7 +178,7 @@ public final class MDNSBrokerDiscovery: @unchecked Sendable {
     }
 }
 
-public struct BrokerDiscoveryError: Error, Sendable, CustomStringConvertible {
+package struct BrokerDiscoveryError: Error, Sendable, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
 }

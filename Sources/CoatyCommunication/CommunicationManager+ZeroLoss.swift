@@ -19,7 +19,7 @@ extension CommunicationManager {
     static let zeroLossReceiverTimeout = Duration.seconds(600)
 
     /// The actor agents that take frames of an own source, and the values they have not all acknowledged yet.
-    public func zeroLossBacklog(of sourceId: String) -> (actorAgents: Int, values: Int) {
+    package func zeroLossBacklog(of sourceId: String) -> (actorAgents: Int, values: Int) {
         zeroLossSources.withLock { sources in
             sources.outboxes[sourceId].map { ($0.receiverCount, $0.count) } ?? (0, 0)
         }

@@ -202,7 +202,7 @@ public final class CommunicationManager: Sendable {
 
     /// Counts values of an own source that its controller dropped before publishing them (not associated, or
     /// superseded by its strategy), in `coaty_edge_values_dropped_total{source, reason}`, without a log line.
-    public func countDroppedValues(_ amount: Int = 1, of sourceId: String, _ reason: ValueDropReason) {
+    package func countDroppedValues(_ amount: Int = 1, of sourceId: String, _ reason: ValueDropReason) {
         drops.record(amount, of: sourceId, reason)
     }
 
@@ -290,7 +290,7 @@ public final class CommunicationManager: Sendable {
     /// Stops handling inbound messages: from now on they are dropped and counted (`stop` logs how many), so that a
     /// stop does not wait for a backlog of values or requests, and nothing answers a request any more. `stop` does it
     /// too; an agent that stops calls it first, before its controllers' last publications. Until the next `start`.
-    public func stopReceiving() {
+    package func stopReceiving() {
         isDroppingInbound.store(true, ordering: .relaxed)
     }
 
@@ -987,7 +987,7 @@ public final class CommunicationManager: Sendable {
     /// arrive: `handler` must not block or wait. For a controller that keeps state per actor and hands values
     /// on itself (the IoActorController): an `observeIoValue` stream would add a task hop per value.
     /// `rejected`, on the same thread, learns why a payload on the actor's route was dropped.
-    public func handleIoValues<T>(
+    package func handleIoValues<T>(
         of actor: IoActor, isolation: isolated (any Actor)? = #isolation,
         _ handler: @escaping @Sendable (IoValue) -> Void, rejected: (@Sendable (String) -> Void)? = nil,
         while body: () async -> T

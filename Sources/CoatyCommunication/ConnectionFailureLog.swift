@@ -3,7 +3,7 @@ import Synchronization
 /// What to log about failed connection attempts, so that the reason is always seen and a broker down for hours does
 /// not fill the journal: the first failure and each change of reason at once (at most `changeBudget` of them per
 /// its period), the same reason again at most once per `repeatPeriod`, with how many attempts failed meanwhile.
-public final class ConnectionFailureLog: Sendable {
+package final class ConnectionFailureLog: Sendable {
     private struct State {
         var lastReason: String?
         var lastLogged: ContinuousClock.Instant?

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// A value that many tasks watch: each stream starts with the current value and then gets every change.
-public final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
+package final class CurrentValueBroadcast<Value: Sendable & Equatable>: Sendable {
     private struct State {
         var value: Value
         var nextId = 0

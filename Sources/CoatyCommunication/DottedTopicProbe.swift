@@ -6,7 +6,7 @@ import CoatyModel
 ///
 /// The agent observes a Channel whose id has dots and is its own (no other agent hears the probe), and publishes on
 /// it until the echo comes back: one subscription and a few small messages, once per start.
-public enum DottedTopicProbe {
+package enum DottedTopicProbe {
     public enum Outcome: Sendable, Hashable {
         /// The echo came back after this long.
         case delivered(after: Duration)

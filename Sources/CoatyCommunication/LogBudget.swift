@@ -2,7 +2,7 @@ import Synchronization
 
 /// How many warnings of one kind may be logged per period. A misbehaving agent can send thousands of malformed
 /// messages a second; each is counted, but only the first few per period are logged, then how many were not.
-public final class LogBudget: Sendable {
+package final class LogBudget: Sendable {
     private struct State {
         var periodStart: ContinuousClock.Instant
         var logged = 0

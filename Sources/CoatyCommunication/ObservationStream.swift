@@ -77,7 +77,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         /// The next element if one is buffered, without suspending; nil when none is (or the sequence ended). For a
         /// consumer that works between elements and takes what arrived meanwhile before it goes on.
         @inlinable
-        public mutating func nextIfBuffered() -> Element? {
+        package mutating func nextIfBuffered() -> Element? {
             consumer.queue.takeBuffered()
         }
     }
@@ -108,7 +108,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         /// Drops the elements buffered for the consumer, without ending the stream; returns how many there were. For a
         /// producer that stops: what the consumer has not taken yet is no longer wanted.
         @discardableResult
-        public func discardBuffered() -> Int {
+        package func discardBuffered() -> Int {
             queue.discardBuffered()
         }
 

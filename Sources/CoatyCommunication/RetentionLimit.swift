@@ -24,7 +24,7 @@ public struct RetentionLimit: Sendable, Hashable {
 
 /// Counts (`coaty_edge_retention_refused_total{store}`) and logs, within a budget, the entries a store of other
 /// agents' objects refused because it was full.
-public final class RetentionRefusals: Sendable {
+package final class RetentionRefusals: Sendable {
     private let store: String
     private let logger: Logger
     private let counter: Counter

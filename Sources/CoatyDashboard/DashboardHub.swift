@@ -63,7 +63,7 @@ public actor DashboardHub {
         }
     }
 
-    public func apply(sharedObject state: SharedObjectState) {
+    package func apply(sharedObject state: SharedObjectState) {
         let previous = sharedObjects.updateValue(state, forKey: state.objectId)
         guard previous?.version != state.version || previous?.data != state.data else { return }
         broadcast(Self.message(Self.json(state)))

@@ -14,9 +14,9 @@ public struct AgentConfiguration: Sendable {
     public var routers: [RouterSettings]
     /// Print every value this agent's actors receive (controller type "console").
     public var printsReceivedValues: Bool
-    public var devices: DeviceConfiguration?
+    package var devices: DeviceConfiguration?
     /// The `mqttTopics` and `homeAssistant` sections; nil when neither is there.
-    public var bridge: BridgeSettings?
+    package var bridge: BridgeSettings?
 
     /// A router controller: `{"type": "ioRouter", "ioContext": {...}, "rules": "<directory or file>", "maxNodes": 256}`.
     public struct RouterSettings: Sendable {

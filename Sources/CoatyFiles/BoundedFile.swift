@@ -7,7 +7,7 @@
 /// Reads the files an operator names (configuration, rule and password files) without trusting what the name
 /// stands for: only a regular file is read, and only up to a limit, so that a device (`/dev/zero`), a FIFO (which
 /// would block the reader until a writer comes) or a huge file cannot exhaust or stall the agent.
-public enum BoundedFile {
+package enum BoundedFile {
     /// The whole file, if it is a regular file of at most `limit` bytes.
     public static func contents(of path: String, limit: Int) throws(FileReadError) -> [UInt8] {
         // Refused before it is opened: opening some devices does something (a watchdog starts, a tape rewinds).
@@ -59,7 +59,7 @@ public enum BoundedFile {
 }
 
 /// What a path names, as `stat` tells (after following symbolic links).
-public enum FileKind: Sendable, Hashable, CustomStringConvertible {
+package enum FileKind: Sendable, Hashable, CustomStringConvertible {
     case regular, directory, fifo, characterDevice, blockDevice, socket, unknown
 
     init(mode: mode_t) {
@@ -89,7 +89,7 @@ public enum FileKind: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a file was not read: which file, and why.
-public struct FileReadError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct FileReadError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: Sendable, Hashable {
         /// It does not exist, or may not be opened (an errno).
         case cannotOpen(errno: Int32)

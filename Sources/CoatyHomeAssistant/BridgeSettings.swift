@@ -16,7 +16,7 @@ import EdgeHardware
 ///                   "numbers": {"fan_on": {"shared": "setpoints.fanOn", "name": "Fan on above", "min": 30, "max": 90,
 ///                                          "step": 0.5, "unit": "°C"}}}
 /// ```
-public struct BridgeSettings: Sendable, Hashable {
+package struct BridgeSettings: Sendable, Hashable {
     /// The first level of every topic: `<prefix>/<agent>/<point>`, `<prefix>/<agent>/<point>/set`, `<prefix>/<agent>/status`.
     public var prefix = "coaty-edge"
     public var payload = PayloadFormat.plain
@@ -59,7 +59,7 @@ public struct BridgeSettings: Sendable, Hashable {
 
     /// Reads both sections; nil when neither is there. Errors name the file, the JSON path and the reason.
     /// `allowsOpenPasswordFile`: see `Configuration.load`.
-    public static func read(
+    package static func read(
         _ configuration: Configuration, devices: DeviceConfiguration?, allowsOpenPasswordFile: Bool = false
     ) throws(ConfigurationError) -> BridgeSettings? {
         guard configuration.mqttTopics != nil || configuration.homeAssistant != nil else { return nil }

@@ -3,7 +3,7 @@ import EdgeHardware
 
 /// Home Assistant's MQTT discovery: one retained config message per entity on
 /// `<discoveryPrefix>/<component>/<agent>/<point>/config`, all entities of an agent under one device.
-public enum Discovery {
+package enum Discovery {
     /// The version the device block reports as `sw_version`.
     public static let softwareVersion = "0.1.0"
 

@@ -18,7 +18,7 @@ import Synchronization
 /// configs are retained and sent again when Home Assistant announces `online` on `<discoveryPrefix>/status`; a
 /// retained config of this agent for a point it no longer has is cleared (an empty retained message), which
 /// removes the entity.
-public final class MQTTTopicsBridge: Controller {
+package final class MQTTTopicsBridge: Controller {
     public let settings: BridgeSettings
     private let host: any PointHost
     private let connection: ConnectionSettings

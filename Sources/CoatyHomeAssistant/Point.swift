@@ -5,7 +5,7 @@ import EdgeHardware
 /// One thing of the agent that the bridge makes visible: a sensor's quantity, a GPIO input, a GPIO output, or a
 /// shared-object key as a setpoint. Its `id` is its topic level (`<prefix>/<agent>/<id>`) and part of its Home
 /// Assistant ids, derived from the name of its IoSource or IoActor (`"SoC temperature"` -> `soc_temperature`).
-public struct Point: Sendable, Hashable {
+package struct Point: Sendable, Hashable {
     public var id: String
     /// The objectId of the IoSource or IoActor whose values it carries; nil for a setpoint.
     public var ioPointId: String?
@@ -107,7 +107,7 @@ public struct Point: Sendable, Hashable {
 }
 
 /// A shared object's key shown as a Home Assistant `number`: changing it sets the key for every agent.
-public struct Setpoint: Sendable, Hashable {
+package struct Setpoint: Sendable, Hashable {
     public var object: String
     public var key: String
     public var minimum: Double = 0

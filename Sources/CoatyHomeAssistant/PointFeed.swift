@@ -4,7 +4,7 @@ import Synchronization
 /// The values of an agent's device points, as the bridge needs them: sensor readings after their filters, input
 /// values and the real state of output lines, by the objectId of their IoSource or IoActor, each stream starting
 /// with the latest value of every point. The devices send here whether or not a router associated their source.
-public final class PointFeed: Sendable {
+package final class PointFeed: Sendable {
     private struct State {
         var latest: [String: JSONValue] = [:]
         var nextId = 0
@@ -45,14 +45,14 @@ public final class PointFeed: Sendable {
     }
 }
 
-public struct PointValue: Sendable, Hashable {
+package struct PointValue: Sendable, Hashable {
     public var ioPointId: String
     public var value: JSONValue
 }
 
 /// What the bridge needs from the agent's devices: their values, and a way to drive an output as a routed value
 /// does (its hysteresis, minimum on and off times and safe state included).
-public protocol PointHost: Sendable {
+package protocol PointHost: Sendable {
     var feed: PointFeed { get }
     /// Hands `value` to the output of the IoActor `ioActorId` as if it had been routed to it, naming `origin` in the
     /// log; false when the agent has no such output.

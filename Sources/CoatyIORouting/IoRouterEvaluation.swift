@@ -13,7 +13,7 @@ import CoatyModel
 /// Each pair of a source id and an actor id is evaluated once, for the first compatible occurrence of the two in the
 /// router's order (nodes in the order they were first managed, points in their node's order), as the full
 /// evaluation does; new associations are appended in that order.
-public struct IoRouterEvaluation: Sendable {
+package struct IoRouterEvaluation: Sendable {
     /// A source's or actor's place in the router's order.
     struct Position: Comparable, Sendable {
         var node: Int

@@ -188,7 +188,7 @@ public struct MQTTReconnectPolicy: Sendable, Equatable {
     }
 
     /// The longest delay before attempt `attempt` (1-based).
-    public func ceiling(beforeAttempt attempt: Int) -> Duration {
+    package func ceiling(beforeAttempt attempt: Int) -> Duration {
         var ceiling = minimumDelay
         var remaining = max(0, attempt - 1)
         while remaining > 0 && ceiling < maximumDelay {
@@ -199,14 +199,14 @@ public struct MQTTReconnectPolicy: Sendable, Equatable {
     }
 
     /// The delay before attempt `attempt` (1-based): drawn from `minimumDelay...ceiling(beforeAttempt:)`.
-    public func delay(beforeAttempt attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
+    package func delay(beforeAttempt attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
         let lowest = minimumDelay / .nanoseconds(1)
         let highest = ceiling(beforeAttempt: attempt) / .nanoseconds(1)
         guard highest > lowest else { return minimumDelay }
         return .nanoseconds(Int64.random(in: Int64(lowest)...Int64(highest), using: &generator))
     }
 
-    public func delay(beforeAttempt attempt: Int) -> Duration {
+    package func delay(beforeAttempt attempt: Int) -> Duration {
         var generator = SystemRandomNumberGenerator()
         return delay(beforeAttempt: attempt, using: &generator)
     }

@@ -40,20 +40,20 @@ public struct Configuration: Sendable {
     /// The shared objects this agent hosts from its start.
     public var sharedObjects: [SharedObjectDefinition]
     /// The `devices` section, read by the hardware layer.
-    public var devices: JSONCursor?
+    package var devices: JSONCursor?
     /// The `homeAssistant` and `mqttTopics` sections, read by the Home Assistant and plain MQTT bridge.
-    public var homeAssistant: JSONCursor?
-    public var mqttTopics: JSONCursor?
+    package var homeAssistant: JSONCursor?
+    package var mqttTopics: JSONCursor?
     public var logLevel: LogLevelName
     /// Where to serve the metrics in Prometheus's text format; nil serves none.
-    public var metrics: MetricsEndpoint?
+    package var metrics: MetricsEndpoint?
 
     public enum LogLevelName: String, Sendable, CaseIterable {
         case trace, debug, info, notice, warning, error, critical
     }
 
     /// A local HTTP endpoint for `GET /metrics`.
-    public struct MetricsEndpoint: Sendable, Hashable {
+    package struct MetricsEndpoint: Sendable, Hashable {
         /// An IPv4 or IPv6 address to listen on; the loopback address unless the metrics should leave the machine.
         public var host: String
         public var port: Int
@@ -72,7 +72,7 @@ public struct Configuration: Sendable {
     /// Larger configuration files are refused rather than read; real ones are a few kilobytes.
     public static let maximumFileSize = 1 << 20
     /// Larger password files are refused rather than read.
-    public static let maximumPasswordFileSize = 64 << 10
+    package static let maximumPasswordFileSize = 64 << 10
 
     /// Reads and validates a configuration file. Its `passwordFile` must be readable by its owner only unless
     /// `allowsOpenPasswordFile` (see `PasswordFilePermissions`).

@@ -9,7 +9,7 @@ import CoatyFiles
 /// A broker password in a file that its group or others may read is refused, as ssh refuses such a private key:
 /// whoever else can read it can log in as the agent. A file that cannot be examined is left to the read that follows,
 /// which reports it.
-public struct PasswordFilePermissions: Error, Sendable, Hashable, CustomStringConvertible {
+package struct PasswordFilePermissions: Error, Sendable, Hashable, CustomStringConvertible {
     public var file: String
     /// The permission bits, e.g. 0o644.
     public var mode: UInt32
@@ -35,7 +35,7 @@ public struct PasswordFilePermissions: Error, Sendable, Hashable, CustomStringCo
 /// The broker password in a file, the one way both the agent's configuration and the clients' `--password-file`
 /// read it: refused when its group or others may read it (unless allowed), read with a bound of
 /// `Configuration.maximumPasswordFileSize`, trailing line breaks removed.
-public enum PasswordFile {
+package enum PasswordFile {
     public enum Problem: Error, Sendable, CustomStringConvertible {
         case open(PasswordFilePermissions)
         case unreadable(FileReadError)

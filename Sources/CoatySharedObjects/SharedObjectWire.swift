@@ -18,7 +18,7 @@ import CoatyModel
 ///   `message` any JSON value.
 /// - The host deadvertises the objectId when the object is deleted or expires; a Deadvertise of the host's
 ///   identity (its stop or its last will) makes its objects unavailable.
-public enum SharedObjectWire {
+package enum SharedObjectWire {
     public static let objectType = "coaty-edge.SharedObject"
     public static let messageObjectType = "coaty-edge.SharedMessage"
     public static let channelId = "coaty-edge.SharedObject"
@@ -30,7 +30,7 @@ public enum SharedObjectWire {
 }
 
 /// A shared object as one advertisement, resolve or complete carries it.
-public struct SharedObjectState: Sendable, Hashable {
+package struct SharedObjectState: Sendable, Hashable {
     public var objectId: String
     public var name: String
     /// The identity of the agent that hosts the object.
@@ -116,7 +116,7 @@ public struct SharedObjectState: Sendable, Hashable {
 }
 
 /// What a client asks the host of a shared object to do.
-public enum SharedObjectRequest: Sendable, Hashable {
+package enum SharedObjectRequest: Sendable, Hashable {
     case set(key: String, value: JSONValue, expectedVersion: Int?)
     case delete(key: String, expectedVersion: Int?)
     case deleteObject

@@ -483,7 +483,7 @@ public final class SharedObjects: Sendable {
     }
 
     /// The failure of a name that is not a valid Coaty name.
-    public static func invalidName(_ name: String) -> SharedObjectFailure {
+    package static func invalidName(_ name: String) -> SharedObjectFailure {
         SharedObjectFailure(.malformed, "\"\(name)\" is not a valid shared object name: non-empty, without '+', '#' or '/'")
     }
 }

@@ -37,7 +37,7 @@ public func scaledQuantity(_ total: UInt64, pulsesPerUnit: Double) -> Double {
 /// Where a counter keeps its total across restarts, so that a meter reading never goes back: a small JSON file,
 /// `{"total": 12345}`, replaced atomically (written to a temporary file beside it, flushed to the disk, renamed over
 /// it, and the directory flushed), so that a crash or a power cut leaves the old or the new total, never a torn file.
-public struct CounterStateFile: Sendable, Hashable {
+package struct CounterStateFile: Sendable, Hashable {
     public let path: String
 
     public init(path: String) {

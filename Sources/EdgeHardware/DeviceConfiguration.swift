@@ -2,7 +2,7 @@ import CoatyJSON
 
 /// The validated `devices` section of the agent's configuration: which hardware backs which IoSource and
 /// IoActor. Sources and actors are referred to by their Coaty objectId.
-public struct DeviceConfiguration: Sendable, Hashable {
+package struct DeviceConfiguration: Sendable, Hashable {
     /// Run every device against emulated chips and lines instead of the hardware.
     public var emulated: Bool
     /// Where sysfs is mounted; 1-Wire devices and thermal zones are read, and PWM channels written, below it.
@@ -30,7 +30,7 @@ public struct DeviceConfiguration: Sendable, Hashable {
 }
 
 /// A sensor polled at an interval; each quantity it publishes goes through its own pipeline to its own IoSource.
-public struct SensorDevice: Sendable, Hashable {
+package struct SensorDevice: Sendable, Hashable {
     public var driver: SensorDriver
     public var connection: SensorConnection
     public var pollInterval: Duration
@@ -46,7 +46,7 @@ public struct SensorDevice: Sendable, Hashable {
     }
 }
 
-public enum SensorDriver: String, Sendable, Hashable, CaseIterable {
+package enum SensorDriver: String, Sendable, Hashable, CaseIterable {
     case tmp102, mcp9808, lm75, lm75a, sht31, bme280, ds18b20, thermal
 
     /// What the sensor measures, in the order its driver reads them.
@@ -71,7 +71,7 @@ public enum SensorDriver: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-public enum SensorConnection: Sendable, Hashable {
+package enum SensorConnection: Sendable, Hashable {
     /// The bus device path (`/dev/i2c-1`) and the 7-bit address.
     case i2c(bus: String, address: UInt8)
     /// The kernel's device id, `28-xxxxxxxxxxxx`.
@@ -80,7 +80,7 @@ public enum SensorConnection: Sendable, Hashable {
 }
 
 /// One quantity of a sensor, published by one IoSource.
-public struct SourceBinding: Sendable, Hashable {
+package struct SourceBinding: Sendable, Hashable {
     public var quantity: Quantity
     public var ioSourceId: String
     public var filters: [ValueFilter]
@@ -122,7 +122,7 @@ public struct GPIOLineAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A GPIO output line driven by the values routed to an IoActor.
-public struct OutputDevice: Sendable, Hashable {
+package struct OutputDevice: Sendable, Hashable {
     public var ioActorId: String
     public var line: GPIOLineAddress
     public var activeLow: Bool
@@ -141,7 +141,7 @@ public struct OutputDevice: Sendable, Hashable {
 }
 
 /// A GPIO input line published by an IoSource.
-public struct InputDevice: Sendable, Hashable {
+package struct InputDevice: Sendable, Hashable {
     public var ioSourceId: String
     public var line: GPIOLineAddress
     public var activeLow: Bool
@@ -152,7 +152,7 @@ public struct InputDevice: Sendable, Hashable {
 }
 
 /// A PWM channel driven by the values routed to an IoActor (`"driver": "pwm-output"`).
-public struct PWMOutputDevice: Sendable, Hashable {
+package struct PWMOutputDevice: Sendable, Hashable {
     public var ioActorId: String
     /// The chip's directory name below `class/pwm`, `pwmchip0`.
     public var chip: String

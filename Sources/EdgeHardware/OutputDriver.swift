@@ -25,7 +25,7 @@ public struct SwitchingLimits: Sendable, Hashable {
 /// latest routed value at the rate its limits allow, and ends in the state last asked for. The safe state ignores
 /// the limits. The time at which the line got its state counts from the driver's start: an agent that restarts
 /// does not switch sooner than the limits allow either. `Instant` is the caller's clock's.
-public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+package struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     public let line: any DigitalOutput
     public private(set) var logic: OutputLogic
     public let limits: SwitchingLimits
@@ -132,7 +132,7 @@ public struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Dur
 }
 
 /// What an `OutputDriver` did.
-public enum OutputOutcome: Sendable, Hashable {
+package enum OutputOutcome: Sendable, Hashable {
     /// The line was set.
     case switched(on: Bool)
     /// The line already had the state.

@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// How an output line follows the values routed to its IoActor.
-public enum OutputControl: Sendable, Hashable {
+package enum OutputControl: Sendable, Hashable {
     /// On or off as the values say: `true`/`false`, `1`/`0`, `"on"`/`"off"` in any case.
     case switching
     /// On or off as a number crosses two thresholds, holding the state between them.
@@ -14,7 +14,7 @@ public enum OutputControl: Sendable, Hashable {
 }
 
 /// A timed output: how long a pulse lasts, and what a new command does while one runs.
-public struct PulseSettings: Sendable, Hashable {
+package struct PulseSettings: Sendable, Hashable {
     public enum Retrigger: String, Sendable, Hashable, CaseIterable {
         /// The pulse runs for the new time from now.
         case restart
@@ -44,7 +44,7 @@ public struct PulseSettings: Sendable, Hashable {
 
 /// Hysteresis thresholds read from shared objects (`setpoints.fanOn`), each with a fallback until its object has
 /// the value, or fixed.
-public struct SharedHysteresis: Sendable, Hashable {
+package struct SharedHysteresis: Sendable, Hashable {
     public enum Threshold: Sendable, Hashable {
         case fixed(Double)
         /// Key `key` of the shared object `object`; `fallback` while it has no number there.
@@ -140,7 +140,7 @@ public enum SafeState: String, Sendable, Hashable, CaseIterable {
 
 /// The decisions of one output line, without the line: which state it should have after each routed value
 /// and when it falls back to its safe state.
-public struct OutputLogic: Sendable, Hashable {
+package struct OutputLogic: Sendable, Hashable {
     public let control: OutputControl
     public let safeState: SafeState
     /// The state the line should have now.

@@ -32,7 +32,7 @@ public struct KickStart: Sendable, Hashable {
 }
 
 /// How a PWM output reads the values routed to it.
-public enum PWMControl: Sendable, Hashable {
+package enum PWMControl: Sendable, Hashable {
     /// Numbers are the duty in percent, 0...100.
     case direct
     /// Numbers are an input (a temperature) that a fan curve turns into a duty.
@@ -40,7 +40,7 @@ public enum PWMControl: Sendable, Hashable {
 }
 
 /// A fan curve's points, fixed or from a shared object, and its hysteresis band.
-public struct CurveSettings: Sendable, Hashable {
+package struct CurveSettings: Sendable, Hashable {
     public enum Points: Sendable, Hashable {
         case fixed(FanCurve)
         /// Key `key` of the shared object `object`; `fallback` while it holds no valid points.
@@ -66,7 +66,7 @@ public struct CurveSettings: Sendable, Hashable {
 }
 
 /// What stays the same for a PWM output while it runs.
-public struct PWMSettings: Sendable, Hashable {
+package struct PWMSettings: Sendable, Hashable {
     public var frequency: Double
     public var inverted: Bool
     public var range: DutyRange
@@ -96,7 +96,7 @@ public struct PWMSettings: Sendable, Hashable {
 /// range, reached through a kick-start from standstill and at most at the slew rate. Writes the channel only when the
 /// duty changes. The caller's clock drives it: an outcome with `next` asks for `advance(at:)` then (the kick-start
 /// ends, or the slew takes its next step). `Instant` is the caller's clock's.
-public struct PWMOutputDriver<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+package struct PWMOutputDriver<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     /// What the driver did; `next` is when to call `advance(at:)`.
     public enum Outcome: Sendable, Hashable {
         /// The channel's duty was set, in percent.

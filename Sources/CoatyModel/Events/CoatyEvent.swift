@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// Any event of the Coaty protocol except IoValue and Raw, which carry bare values or bytes.
-public enum CoatyEvent: Sendable, Hashable {
+package enum CoatyEvent: Sendable, Hashable {
     case advertise(AdvertiseEvent)
     case deadvertise(DeadvertiseEvent)
     case channel(ChannelEvent)
@@ -63,7 +63,7 @@ public enum CoatyEvent: Sendable, Hashable {
 }
 
 /// A message received from the broker, classified.
-public enum InboundMessage: Sendable, Hashable {
+package enum InboundMessage: Sendable, Hashable {
     case event(CoatyTopic, CoatyEvent)
     /// A value on a Coaty IoValue route.
     case ioValue(topic: String, payload: [UInt8])
@@ -72,7 +72,7 @@ public enum InboundMessage: Sendable, Hashable {
 }
 
 /// Why a received message was dropped. Counted and logged by the communication manager, never fatal.
-public struct InboundRejection: Error, Sendable, Hashable, CustomStringConvertible {
+package struct InboundRejection: Error, Sendable, Hashable, CustomStringConvertible {
     public var topic: String
     public var reason: String
 
@@ -88,7 +88,7 @@ public struct InboundRejection: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 /// Turns received topic and payload into events, validating them as Coaty JS does before it dispatches.
-public enum CoatyCodec {
+package enum CoatyCodec {
     public static func decode(topic: String, payload: [UInt8]) -> Result<InboundMessage, InboundRejection> {
         guard CoatyTopic.isCoatyTopic(topic) else { return .success(.raw(topic: topic, payload: payload)) }
         let parsed: CoatyTopic

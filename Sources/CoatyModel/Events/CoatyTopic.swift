@@ -50,7 +50,7 @@ public enum CoatyEventType: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Rules for the names that go into topic levels: namespaces, channel ids, operations, context names, object types.
-public enum CoatyName {
+package enum CoatyName {
     /// Non-empty and free of NUL, `+`, `#` and `/`, as Coaty JS's `isValidEventFilter` requires. Checked for
     /// every event published, so the bytes are scanned in one buffer rather than through the UTF-8 view.
     public static func isValid(_ name: String) -> Bool {

@@ -15,7 +15,7 @@
 /// ideographs and unassigned code points. So other scripts sort after Latin, Greek and Cyrillic and among each
 /// other as in JS, but their letters compare by code point, without case or accent folding, and their
 /// nonspacing marks are ignored.
-public enum RootCollation {
+package enum RootCollation {
     /// -1, 0 or 1 as `a` sorts before, equal to, or after `b`, like `Intl.Collator.prototype.compare`.
     public static func compare(_ a: String, _ b: String) -> Int {
         if let order = compareASCII(a, b) { return order }

@@ -36,7 +36,7 @@ public final class TestBroker: Sendable {
     private let directory: TemporaryDirectory
     private let configFile: URL
     private let logFile: URL
-    private let running = Mutex<ChildProcess?>(nil)
+    private let running = Mutex<SpawnedProcess?>(nil)
     private let starts = Mutex(0)
 
     /// Writes the configuration; `start()` runs the broker.
@@ -99,7 +99,7 @@ public final class TestBroker: Sendable {
     public func start() async throws {
         guard running.withLock({ $0 == nil }) else { throw TestSupportError("the broker is already running") }
         let errorFile = directory.url.appending(path: "stderr")
-        let process = try ChildProcess(
+        let process = try SpawnedProcess(
             try findTool("mosquitto"), arguments: ["-c", configFile.path], errorFile: errorFile)
         running.withLock { $0 = process }
         let expectedStarts = starts.withLock { count in
@@ -182,10 +182,10 @@ public func freeLoopbackPort() throws -> Int {
 }
 
 /// A directory under the system's temporary directory, removed with its contents on deinit.
-final class TemporaryDirectory: Sendable {
-    let url: URL
+package final class TemporaryDirectory: Sendable {
+    package let url: URL
 
-    init(_ prefix: String) throws {
+    package init(_ prefix: String) throws {
         url = FileManager.default.temporaryDirectory.appending(path: "coaty-\(prefix)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
@@ -205,7 +205,7 @@ public func findTool(_ name: String) throws -> URL {
 }
 
 /// Runs a command-line tool to its end; its output goes into the error when it fails.
-func runTool(_ name: String, _ arguments: [String]) throws {
+package func runTool(_ name: String, _ arguments: [String]) throws {
     let process = Process()
     process.executableURL = try findTool(name)
     process.arguments = arguments

@@ -5,12 +5,12 @@ import Synchronization
 ///
 /// Foundation's `Process` passes on the spawning thread's signal mask, and Swift concurrency's threads block SIGTERM:
 /// mosquitto restores that mask around its event loop and would never see SIGTERM.
-public final class ChildProcess: Sendable {
-    public let pid: pid_t
+package final class SpawnedProcess: Sendable {
+    package let pid: pid_t
     private let exitStatus = Mutex<Int32?>(nil)
 
     /// Runs `executable` with standard output discarded and standard error written to `errorFile`.
-    public init(_ executable: URL, arguments: [String], errorFile: URL) throws {
+    package init(_ executable: URL, arguments: [String], errorFile: URL) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -44,7 +44,7 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    public var isRunning: Bool {
+    package var isRunning: Bool {
         exitStatus.withLock { exitStatus in
             guard exitStatus == nil else { return false }
             var status: Int32 = 0
@@ -54,12 +54,12 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    public func signal(_ signal: Int32) {
+    package func signal(_ signal: Int32) {
         if isRunning { Glibc.kill(pid, signal) }
     }
 
     /// Waits until the process has exited; polls, as a child's exit is not awaitable otherwise without SIGCHLD.
-    public func waitForExit() async throws {
+    package func waitForExit() async throws {
         try await waitUntil("process \(pid) to exit") { !isRunning }
     }
 }

@@ -56,6 +56,11 @@ public final class Recorder<Element: Sendable>: Sendable {
 
 public struct TimeoutError: Error, CustomStringConvertible {
     public var what: String
+
+    public init(what: String) {
+        self.what = what
+    }
+
     public var description: String { "timed out waiting for \(what)" }
 }
 

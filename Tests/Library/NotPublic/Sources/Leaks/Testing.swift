@@ -1,0 +1,6 @@
+import CoatyTesting
+
+// CoatyTesting: the broker's child process is TestBroker's own.
+func testingLeaks() {
+    _ = SpawnedProcess.self
+}
