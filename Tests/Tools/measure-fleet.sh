@@ -7,7 +7,7 @@
 # values flow. Agents are started until AGENTS run or the machine runs short of memory (less than 1 GiB available
 # stops the starts, and the script says so; the load average before and after is printed). Then 10 agents are
 # killed with SIGKILL (their last wills must reach observe). The simulation then adds SIMULATED agents in processes
-# of 150 (`coaty-edge-bench fleet`: one connection each, identity and IoNode with one source, every tenth with an
+# of up to PER_PROCESS (default 500; `coaty-edge-bench fleet`: one connection each, identity and IoNode with one source, every tenth with an
 # actor), of which 5 % lose their connection without a DISCONNECT.
 #
 # Reported: how long until observe saw every agent join, whether `agents` lists exactly the agents running and how
@@ -15,12 +15,14 @@
 # source, how long the last wills take to show, and CPU (% of one core over the measurement window) and memory of the
 # broker, the agents, the router, observe and the simulation.
 #
-# Usage: Tests/Tools/measure-fleet.sh [AGENTS [SIMULATED [SECONDS]]]   (defaults 200, 1000, 30). Needs mosquitto.
+# Usage: Tests/Tools/measure-fleet.sh [AGENTS [SIMULATED [SECONDS [PER_PROCESS]]]]   (defaults 200, 1000, 30, 500).
+# Needs mosquitto.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 agents=${1:-200}
 simulated=${2:-1000}
 seconds=${3:-30}
+per_process=${4:-500}
 # shellcheck disable=SC2034 # measurement-broker.sh names its scratch folder after it
 name=fleet
 # Every agent is a connection of the broker's, and the simulation's thousand are files of one process.
@@ -62,6 +64,8 @@ timed() {
     "$bin" "$@" "${url[@]}" --connect-timeout 30 >"$work/last" 2>"$work/last.err" || true
     echo "$(elapsed "$start") $(wc -l <"$work/last")"
 }
+# What `agents` said on standard error about an incomplete census (answers still arriving, agents expected).
+shortfalls() { [[ -s $work/last.err ]] && echo "    agents said: $(tr '\n' ' ' <"$work/last.err")" || true; }
 
 agent_config() { # index name context extra-json
     local directory="$work/agents/$1"
@@ -80,6 +84,10 @@ agent_config() { # index name context extra-json
 JSON
     echo "$directory/agent.json"
 }
+
+# The load average every 5 s, for its peak and mean at the end.
+(while sleep 5; do cut -d' ' -f1 /proc/loadavg; done >"$work/load") &
+pids+=($!)
 
 echo "coaty-edge fleet benchmark: $cores cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), mosquitto $(mosquitto -h 2>/dev/null | awk 'NR == 1 {print $3}'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -181,12 +189,10 @@ echo "  $killed agents killed with SIGKILL: observe reported them gone after $go
 read -r t_after _ < <(timed agents --summary --census 5)
 echo "  agents --summary after the kills ($t_after s): $(head -n 1 "$work/last")"
 
-# The simulation, on the same broker next to the real agents, in processes of at most 150 agents: libmosquitto's loop
-# refuses descriptors from 1024 on (select), so one process cannot hold many more than 200 connections. A process
-# starts when the one before is online: every agent that joins asks all others for their identity and IO nodes
-# (presence), so joins cost the fleet in proportion to its size, and a thousand at once only time out and retry.
+# The simulation, on the same broker next to the real agents, in processes of at most PER_PROCESS agents (each holds
+# five descriptors; `fleet` refuses more than its hard limit of open files allows). A process starts when the one
+# before is online.
 echo
-per_process=150
 simulations=()
 drop=0
 simulation_start=$(now)
@@ -217,6 +223,7 @@ sim_listed=$(grep -c '"name":"sim-[0-9]*-[0-9]*"' "$work/last" || true)
 all_listed=$(wc -l <"$work/last")
 read -r t_summary _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --json: $sim_listed of $simulated simulated agents ($all_listed agents in all) in $t_json s"
+shortfalls
 echo "  agents --summary --name 'sim-*' in $t_summary s: $(head -n 1 "$work/last")"
 read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 10)
 echo "  agents --brief --name 'sim-0-*': $n_brief lines in $t_brief s"
@@ -245,4 +252,4 @@ print(f"  RSS: broker {broker_rss:.1f} MiB, simulation {simulation_rss:.1f} MiB 
 PY
 for pid in "${simulations[@]}"; do kill -TERM "$pid"; done
 wait "${simulations[@]}" 2>/dev/null || true
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); during the run (1-minute, every 5 s): $(sort -n "$work/load" | awk '{sum += $1; values[NR] = $1} END {if (NR) printf "mean %.1f, peak %.1f", sum / NR, values[NR]}')"
