@@ -104,12 +104,14 @@ public enum AgentCensus {
             }
             let clock = ContinuousClock()
             let start = clock.now
-            try? await Task.sleep(for: duration)
-            // Waits on in steps of a second while any answer arrived in the step before.
+            // The last step of the wait (a second, or half a short census) tells whether answers still arrive; then
+            // it waits on in such steps while they do.
+            let step = min(.seconds(1), duration / 2)
+            try? await Task.sleep(for: duration - step)
             var answers = session.presence.count + statuses.count
             var stillArriving = false
             while clock.now - start < longest {
-                try? await Task.sleep(for: min(.seconds(1), longest - (clock.now - start)))
+                try? await Task.sleep(for: min(step, longest - (clock.now - start)))
                 let now = session.presence.count + statuses.count
                 stillArriving = now > answers
                 guard stillArriving else { break }

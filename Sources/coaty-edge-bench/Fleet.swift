@@ -13,7 +13,7 @@ import Synchronization
 /// (Tests/Tools/measure-fleet.sh drives it, with as many processes as it needs). It prints one line per phase, on standard output:
 ///
 ///     online 150 agents in 4.21 s
-///     dropped 50 connections
+///     dropped 50 connections in 0.05 s
 ///     cpu 12.3 s peak rss 210.5 MiB          (at the stop)
 ///
 /// and runs until SIGTERM or SIGINT; `--drop K` breaks off K agents' connections without a
@@ -137,10 +137,15 @@ struct FleetSimulation {
 
         if options.drop > 0, let trigger = options.dropWhen {
             while access(trigger, F_OK) != 0 { try await Task.sleep(for: .milliseconds(50)) }
-            for connection in connections.suffix(options.drop) {
-                await connection.transport.withLock { $0 }?.disconnect(.abrupt)
+            let dropping = monotonicNanoseconds()
+            // All at once, as a power cut would: one after the other, each waits for its network thread to end.
+            await withDiscardingTaskGroup { group in
+                for connection in connections.suffix(options.drop) {
+                    group.addTask { await connection.transport.withLock { $0 }?.disconnect(.abrupt) }
+                }
             }
-            print("dropped \(options.drop) connections")
+            let took = Double(monotonicNanoseconds() - dropping) / 1e9
+            print("dropped \(options.drop) connections in \((took * 100).rounded() / 100) s")
             fflush(nil)
         }
         await Self.waitForStop()

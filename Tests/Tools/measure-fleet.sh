@@ -227,10 +227,25 @@ shortfalls
 echo "  agents --summary --name 'sim-*' in $t_summary s: $(head -n 1 "$work/last")"
 read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 10)
 echo "  agents --brief --name 'sim-0-*': $n_brief lines in $t_brief s"
+read -r t_plain n_plain < <(timed agents --name 'sim-*' --census 10)
+echo "  agents --name 'sim-*' (plain text): $(grep -c '^sim-' "$work/last" || true) agents in $n_plain lines in $t_plain s"
+# The default census of 2 s: do the answers of all agents arrive within it?
+read -r t_default _ < <(timed agents --summary --name 'sim-*')
+echo "  agents --summary --name 'sim-*' with the default --census 2, in $t_default s: $(head -n 1 "$work/last")"
+shortfalls
+# A summary view started now, against the whole fleet: its first line with all simulated agents, and the line after
+# the connections break off.
+"$bin" observe --summary --every 1 --agent 'sim-*' "${url[@]}" >"$work/observe-summary" 2>"$work/observe-summary.err" &
+pids+=($!)
+summary_all=$(wait_for "grep -q ' $simulated agents' $work/observe-summary" 60)
+echo "  observe --summary --every 1 --agent 'sim-*' (started now): all $simulated agents on a line after $summary_all s: $(grep " $simulated agents" "$work/observe-summary" | head -n 1)"
 touch "$work/drop"
 left_before=$(grep '"event":"agentLeft"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 gone=$(wait_for "(( \$(grep '\"event\":\"agentLeft\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $left_before + $drop ))" 120)
-echo "  $drop connections broken off: observe reported them gone after $gone s"
+echo "  $drop connections broken off ($(grep '^dropped' "$work"/simulation-*.out | cut -d: -f2 | tr '\n' ';')): observe reported them gone after $gone s"
+left=$((simulated - drop))
+summary_left=$(wait_for "grep -q ' $left agents' $work/observe-summary" 30)
+echo "  observe --summary: $left agents on a line after $summary_left s: $(grep " $left agents" "$work/observe-summary" | head -n 1)"
 read -r t_after _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --summary --name 'sim-*' after that ($t_after s): $(head -n 1 "$work/last")"
 sleep "$seconds"
