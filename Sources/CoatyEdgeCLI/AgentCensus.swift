@@ -135,7 +135,8 @@ public enum AgentCensus {
         if unnamed > 0 {
             shortfalls.append(
                 "\(counted(unnamed, "agent")) answered for \(unnamed == 1 ? "its" : "their") devices but not with "
-                    + "\(unnamed == 1 ? "its" : "their") identity: \(entries.count + unnamed) agents were expected")
+                    + "\(unnamed == 1 ? "its" : "their") identity: expected \(counted(entries.count + unnamed, "agent")), "
+                    + "listed \(entries.count)")
         }
         return Result(entries: entries, shortfalls: shortfalls)
     }

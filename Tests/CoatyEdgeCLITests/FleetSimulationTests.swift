@@ -55,4 +55,53 @@ import Testing
         _ = try await discovers.disconnect()
         try await broker.stop()
     }
+    /// Agents that keep joining during the census keep `agents` waiting, up to four times `--census`; it then says
+    /// that the list may be incomplete.
+    @Test func agentsSaysWhenAnswersStillArriveAtTheEndOfItsWait() async throws {
+        let broker = try await TestBroker.started()
+        let peer = try await TestClient.connected(to: broker)
+        let joining = Task {
+            for index in 0..<1000 where !Task.isCancelled {
+                try? peer.publish(
+                    "coaty/3/-/ADV:Identity/late-\(index)",
+                    #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"late-\#(index)","name":"late-\#(index)"}}"#)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let started = ContinuousClock.now
+        let listed = try await Executable.run(["agents", "--summary", "--census", "1", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let took = ContinuousClock.now - started
+        joining.cancel()
+        #expect(listed.status == 0)
+        #expect(listed.errors.contains("answers were still arriving after 4 s: the list may be incomplete"), "\(listed.errors)")
+        #expect(took >= .seconds(4))
+        _ = try await peer.disconnect()
+        try await broker.stop()
+    }
+
+    /// An agent that answers for its devices but not with its identity is counted as expected and missing.
+    @Test func agentsSaysHowManyAgentsItExpected() async throws {
+        let broker = try await TestBroker.started()
+        let ghost = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/+/DSC/+/+"])
+        let answering = Task {
+            while !Task.isCancelled, let discover = try? await ghost.nextMessage(timeout: .seconds(60)) {
+                let levels = discover.topic.split(separator: "/")
+                guard levels.count == 6, String(decoding: discover.payload, as: UTF8.self).contains("coaty-edge.DeviceStatus")
+                else { continue }
+                try? ghost.publish(
+                    "coaty/3/-/RSV/ghost/\(levels[5])",
+                    #"{"object":{"coreType":"CoatyObject","objectType":"coaty-edge.DeviceStatus","objectId":"ghost-devices","#
+                        + #""name":"ghost devices","parentObjectId":"ghost","devices":[]}}"#)
+            }
+        }
+        let listed = try await Executable.run(["agents", "--summary", "--census", "1", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        answering.cancel()
+        #expect(listed.status == 0)
+        #expect(listed.output.hasPrefix("0 agents\n"), "\(listed.output)")
+        #expect(
+            listed.errors.contains("1 agent answered for its devices but not with its identity: expected 1 agent, listed 0"),
+            "\(listed.errors)")
+        _ = try await ghost.disconnect()
+        try await broker.stop()
+    }
 }

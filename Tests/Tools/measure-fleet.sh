@@ -65,7 +65,14 @@ timed() {
     echo "$(elapsed "$start") $(wc -l <"$work/last")"
 }
 # What `agents` said on standard error about an incomplete census (answers still arriving, agents expected).
-shortfalls() { [[ -s $work/last.err ]] && echo "    agents said: $(tr '\n' ' ' <"$work/last.err")" || true; }
+shortfalls() { if [[ -s $work/last.err ]]; then echo "    agents said: $(tr '\n' ' ' <"$work/last.err")"; fi; }
+now_ms() { date +%s%3N; }
+# Seconds from $1 (ms since the epoch) to the time observe stamped on the last of the agentLeft events of agents whose
+# names start with $2: the polls above see them late on a loaded machine (each takes a python3 start).
+left_after() {
+    grep '"event":"agentLeft"' "$work/observe.jsonl" | grep "\"name\":\"$2" | grep -o '"time":[0-9]*' | cut -d: -f2 \
+        | sort -n | tail -n 1 | awk -v start="$1" '{printf "%.2f", ($1 - start) / 1000}'
+}
 
 agent_config() { # index name context extra-json
     local directory="$work/agents/$1"
@@ -183,9 +190,10 @@ echo "  observe: values of $valued of $started sources in the window"
 killed=10
 ((killed > started)) && killed=$started
 left_before=$(count_events agentLeft "$work/observe.jsonl")
+kill_ms=$(now_ms)
 for pid in "${agent_pids[@]:0:killed}"; do kill -KILL "$pid"; done
 gone=$(wait_for "(( \$(count_events agentLeft $work/observe.jsonl) >= $left_before + $killed ))" 120)
-echo "  $killed agents killed with SIGKILL: observe reported them gone after $gone s"
+echo "  $killed agents killed with SIGKILL: observe reported them gone after $gone s (the last $(left_after "$kill_ms" fleet-) s after the kill by observe's clock)"
 read -r t_after _ < <(timed agents --summary --census 5)
 echo "  agents --summary after the kills ($t_after s): $(head -n 1 "$work/last")"
 
@@ -239,10 +247,11 @@ shortfalls
 pids+=($!)
 summary_all=$(wait_for "grep -q ' $simulated agents' $work/observe-summary" 60)
 echo "  observe --summary --every 1 --agent 'sim-*' (started now): all $simulated agents on a line after $summary_all s: $(grep " $simulated agents" "$work/observe-summary" | head -n 1)"
+drop_ms=$(now_ms)
 touch "$work/drop"
 left_before=$(grep '"event":"agentLeft"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 gone=$(wait_for "(( \$(grep '\"event\":\"agentLeft\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $left_before + $drop ))" 120)
-echo "  $drop connections broken off ($(grep '^dropped' "$work"/simulation-*.out | cut -d: -f2 | tr '\n' ';')): observe reported them gone after $gone s"
+echo "  $drop connections broken off ($(grep '^dropped' "$work"/simulation-*.out | cut -d: -f2 | tr '\n' ';')): observe reported them gone after $gone s (the last $(left_after "$drop_ms" sim-) s after the drop by observe's clock)"
 left=$((simulated - drop))
 summary_left=$(wait_for "grep -q ' $left agents' $work/observe-summary" 30)
 echo "  observe --summary: $left agents on a line after $summary_left s: $(grep " $left agents" "$work/observe-summary" | head -n 1)"
