@@ -190,10 +190,11 @@ let package = Package(
         // deploy/: the systemd unit, udev rules, broker configuration and install.sh, run for real.
         .testTarget(name: "DeployTests", dependencies: ["CoatyRuntime", "CoatyTestSupport"]),
         // The CLI's parts on their own, and the built `coaty-edge` executable run as a child process against a real
-        // broker (the dependency on the executable makes `swift build --build-tests` build it).
+        // broker (the dependency on the executable makes `swift build --build-tests` build it; `coaty-edge-bench fleet`
+        // simulates a fleet for it).
         .testTarget(
             name: "CoatyEdgeCLITests",
-            dependencies: ["CoatyEdgeCLI", "coaty-edge", "CoatyTestSupport", "MQTTTestSupport"]),
+            dependencies: ["CoatyEdgeCLI", "coaty-edge", "coaty-edge-bench", "CoatyTestSupport", "MQTTTestSupport"]),
         // The protocol and IO routing scenarios between agents, over the in-memory broker and a real mosquitto.
         .testTarget(
             name: "IntegrationTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),

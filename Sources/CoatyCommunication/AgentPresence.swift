@@ -19,6 +19,15 @@ public struct AgentInfo: Sendable, Hashable {
     public var name: String { identity.name }
 }
 
+/// When an `AgentPresence` starts to track the fleet.
+public enum PresenceTracking: Sendable, Hashable {
+    /// As soon as `run()` runs: for a client that is there to look at the fleet.
+    case immediately
+    /// From the first use of `agents`, `agent(_:)`, `count` or `changes()` on: for an agent, whose controllers may
+    /// never look at other agents.
+    case onFirstUse
+}
+
 public enum PresenceChange: Sendable, Hashable {
     case joined(AgentInfo)
     /// The agent advertised or deadvertised IO nodes.
@@ -37,9 +46,11 @@ public struct PresenceLimits: Sendable, Hashable {
     /// IO nodes of one agent (Coaty agents advertise one per IO context).
     public var maximumNodesPerAgent: Int
 
-    public init(
-        agents: RetentionLimit = RetentionLimit(maximumCount: 1024, maximumBytes: 16 * 1024 * 1024), maximumNodesPerAgent: Int = 64
-    ) {
+    /// A fleet of a few thousand agents: an agent with one IO node of a few points takes about 2 KiB, so 4096 such
+    /// agents take 8 MiB of the 32 MiB.
+    public static let defaultAgents = RetentionLimit(maximumCount: 4096, maximumBytes: 32 * 1024 * 1024)
+
+    public init(agents: RetentionLimit = PresenceLimits.defaultAgents, maximumNodesPerAgent: Int = 64) {
         self.agents = agents
         self.maximumNodesPerAgent = maximumNodesPerAgent
     }
@@ -50,11 +61,19 @@ public struct PresenceLimits: Sendable, Hashable {
 /// Run it while the manager runs (`run()` returns when the task is cancelled). On every connect it asks all
 /// agents for their identity and IO nodes, and agents that no longer answer are taken as gone, since their wills
 /// may have gone out while this agent was offline.
+///
+/// That costs the fleet: every agent answers the census, and every advertisement of every agent reaches each
+/// tracking agent, so n agents that all track each other exchange about n² messages when they start. An agent's
+/// presence (`PresenceTracking.onFirstUse`) therefore tracks only once something looks at it, as Coaty JS agents
+/// discover others only when a controller asks; a command-line client tracks at once.
 public final class AgentPresence: Sendable {
     private struct State {
         var agents: [String: AgentInfo] = [:]
         /// Nodes whose agent's identity has not arrived yet.
         var pendingNodes: [String: [IoNode]] = [:]
+        /// The agent of every node known (of `agents` and `pendingNodes`), so that a Deadvertise of a node finds it
+        /// without a search through all agents.
+        var nodeOwners: [String: String] = [:]
         /// For the limits: per agent (known, or pending with nodes only), the bytes of its identity and of each node
         /// as JSON; and their sum.
         var sizes: [String: [Part: Int]] = [:]
@@ -96,34 +115,54 @@ public final class AgentPresence: Sendable {
     private let manager: CommunicationManager
     private let censusTimeout: Duration
     private let limits: PresenceLimits
+    private let tracking: PresenceTracking
     private let refusals: RetentionRefusals
     private let state = Mutex(State())
+    /// Whether `agents`, `agent(_:)`, `count` or `changes()` was used: `run()` waits for it with `.onFirstUse`.
+    private let isUsed = CurrentValueBroadcast(false)
 
     /// - Parameters:
     ///   - censusTimeout: how long to wait for answers after connecting before agents that did not answer are
     ///     taken as gone.
     ///   - limits: how many agents and nodes, and how many bytes of them, it keeps.
-    public init(manager: CommunicationManager, censusTimeout: Duration = .seconds(3), limits: PresenceLimits = PresenceLimits()) {
+    ///   - tracking: whether `run()` tracks at once or from the first use.
+    public init(
+        manager: CommunicationManager, censusTimeout: Duration = .seconds(3), limits: PresenceLimits = PresenceLimits(),
+        tracking: PresenceTracking = .immediately
+    ) {
         self.manager = manager
         self.censusTimeout = censusTimeout
         self.limits = limits
+        self.tracking = tracking
         refusals = RetentionRefusals(store: "agent presence", logger: manager.logger)
     }
 
     /// How many identities and nodes were refused because the limits were reached.
     public var refusedCount: Int { refusals.count }
 
+    /// Whether it tracks the fleet now (with `.onFirstUse`, from the first use while `run()` runs).
+    public var isTracking: Bool { tracking == .immediately || isUsed.value }
+
     /// The agents online now, by name.
     public var agents: [AgentInfo] {
-        state.withLock { Array($0.agents.values) }.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }
+        isUsed.send(true)
+        return state.withLock { Array($0.agents.values) }.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }
+    }
+
+    /// How many agents are online now.
+    public var count: Int {
+        isUsed.send(true)
+        return state.withLock { $0.agents.count }
     }
 
     public func agent(_ agentId: String) -> AgentInfo? {
-        state.withLock { $0.agents[agentId] }
+        isUsed.send(true)
+        return state.withLock { $0.agents[agentId] }
     }
 
     /// Every change from now on.
     public func changes() -> ObservationStream<PresenceChange> {
+        isUsed.send(true)
         let (stream, continuation) = ObservationStream.makeStream(of: PresenceChange.self)
         let id = state.withLock { state in
             defer { state.nextId += 1 }
@@ -136,8 +175,12 @@ public final class AgentPresence: Sendable {
         return stream
     }
 
-    /// Tracks presence until cancelled, across stops and restarts of the manager.
+    /// Tracks presence until cancelled, across stops and restarts of the manager; with `.onFirstUse`, from the
+    /// first use on.
     public func run() async {
+        if tracking == .onFirstUse {
+            for await used in isUsed.stream() where used { break }
+        }
         for await operatingState in manager.operatingStates() where operatingState == .started {
             await track()
             forgetAll()
@@ -258,6 +301,7 @@ public final class AgentPresence: Sendable {
             }
             if let index { nodes[index] = node } else { nodes.append(node) }
             state.setSize(size, of: .node(node.objectId), agent: agentId)
+            state.nodeOwners[node.objectId] = agentId
             guard var agent = state.agents[agentId] else {
                 state.pendingNodes[agentId] = nodes
                 return .unchanged
@@ -271,21 +315,26 @@ public final class AgentPresence: Sendable {
     private func remove(_ objectIds: [String]) {
         for objectId in objectIds {
             update { state in
-                if state.pendingNodes.removeValue(forKey: objectId) != nil {
+                if let nodes = state.pendingNodes.removeValue(forKey: objectId) {
                     state.forgetSizes(of: objectId)
+                    for node in nodes { state.nodeOwners[node.objectId] = nil }
                 }
                 if let agent = state.agents.removeValue(forKey: objectId) {
                     state.forgetSizes(of: objectId)
+                    for node in agent.ioNodes { state.nodeOwners[node.objectId] = nil }
                     return .changed(.left(agent))
                 }
-                for (agentId, var agent) in state.agents {
-                    guard let index = agent.ioNodes.firstIndex(where: { $0.objectId == objectId }) else { continue }
-                    state.setSize(nil, of: .node(objectId), agent: agentId)
-                    agent.ioNodes.remove(at: index)
-                    state.agents[agentId] = agent
-                    return .changed(.updated(agent))
+                guard let agentId = state.nodeOwners.removeValue(forKey: objectId) else { return .unchanged }
+                state.setSize(nil, of: .node(objectId), agent: agentId)
+                if var nodes = state.pendingNodes[agentId] {
+                    nodes.removeAll { $0.objectId == objectId }
+                    state.pendingNodes[agentId] = nodes
+                    return .unchanged
                 }
-                return .unchanged
+                guard var agent = state.agents[agentId] else { return .unchanged }
+                agent.ioNodes.removeAll { $0.objectId == objectId }
+                state.agents[agentId] = agent
+                return .changed(.updated(agent))
             }
         }
     }
@@ -300,6 +349,7 @@ public final class AgentPresence: Sendable {
             defer {
                 state.agents = [:]
                 state.pendingNodes = [:]
+                state.nodeOwners = [:]
                 state.sizes = [:]
                 state.totalBytes = 0
             }

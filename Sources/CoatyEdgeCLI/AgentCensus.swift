@@ -2,6 +2,7 @@ import CoatyCommunication
 import CoatyEdgeAgent
 import CoatyJSON
 import CoatyModel
+import Synchronization
 
 /// `coaty-edge agents`: the agents that answer now, their IO nodes and, for agents with devices, their device status.
 public enum AgentCensus {
@@ -72,30 +73,86 @@ public enum AgentCensus {
         }
     }
 
-    /// Asks every agent (but command-line clients) for its identity, IO nodes and device status, and waits `duration` for the answers.
-    public static func take(_ session: ClientSession, duration: Duration) async -> [Entry] {
+    /// The agents that answered, and what the census could not complete.
+    public struct Result: Sendable {
+        public var entries: [Entry]
+        /// For standard error: answers still arriving when the longest wait ended, agents that answered for their
+        /// devices but not with their identity.
+        public var shortfalls: [String]
+    }
+
+    /// How long `take` waits at most for a census of `duration`: while answers still arrive at its end (a fleet of
+    /// a thousand agents on a busy broker answers over seconds), it waits on, up to four times as long.
+    public static func longestWait(for duration: Duration) -> Duration { duration * 4 }
+
+    /// Asks every agent (but command-line clients) for its identity, IO nodes and device status, and waits
+    /// `duration` for the answers, longer while they still arrive (`longestWait(for:)`); the session's census must
+    /// listen that long.
+    public static func take(_ session: ClientSession, duration: Duration) async -> Result {
         let ownId = session.manager.identity.objectId
+        let longest = longestWait(for: duration)
+        let statuses = StatusAnswers()
         // Read the agents before the presence stops: it forgets them then.
-        let (agents, devices) = await withTaskGroup(of: [String: [JSONValue]].self) { group in
+        let (agents, stillArriving) = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.presence.run() }
             group.addTask {
-                await session.presence.run()
-                return [:]
-            }
-            group.addTask {
-                var statuses: [String: [JSONValue]] = [:]
                 let discover = DiscoverEvent.objectTypes([EdgeAgent.deviceStatusObjectType])
-                for await resolve in session.manager.publishDiscover(discover, timeout: duration) {
+                for await resolve in session.manager.publishDiscover(discover, timeout: longest) {
                     guard let object = resolve.event.object else { continue }
-                    statuses[object.parentObjectId ?? resolve.sourceId] = object["devices"]?.arrayValue ?? []
+                    statuses.add(object["devices"]?.arrayValue ?? [], of: object.parentObjectId ?? resolve.sourceId)
                 }
-                return statuses
             }
-            try? await Task.sleep(for: duration)
+            let clock = ContinuousClock()
+            let start = clock.now
+            // The last step of the wait (a second, or half a short census) tells whether answers still arrive; then
+            // it waits on in such steps while they do.
+            let step = min(.seconds(1), duration / 2)
+            try? await Task.sleep(for: duration - step)
+            var answers = session.presence.count + statuses.count
+            var stillArriving = false
+            while clock.now - start < longest {
+                try? await Task.sleep(for: min(step, longest - (clock.now - start)))
+                let now = session.presence.count + statuses.count
+                stillArriving = now > answers
+                guard stillArriving else { break }
+                answers = now
+            }
             let agents = session.presence.agents
             group.cancelAll()
-            return (agents, await group.reduce(into: [:]) { $0.merge($1) { $1 } })
+            return (agents, stillArriving)
         }
-        return agents.filter { $0.agentId != ownId && $0.name != ClientSession.identityName }.map { Entry(agent: $0, devices: devices[$0.agentId]) }
+        let devices = statuses.all
+        let entries = agents.filter { $0.agentId != ownId && $0.name != ClientSession.identityName }.map {
+            Entry(agent: $0, devices: devices[$0.agentId])
+        }
+        var shortfalls: [String] = []
+        if stillArriving {
+            shortfalls.append(
+                "answers were still arriving after \(seconds(longest)) s: the list may be incomplete (--census sets the wait)")
+        }
+        let known = Set(agents.map(\.agentId))
+        let unnamed = devices.keys.filter { !known.contains($0) }.count
+        if unnamed > 0 {
+            shortfalls.append(
+                "\(counted(unnamed, "agent")) answered for \(unnamed == 1 ? "its" : "their") devices but not with "
+                    + "\(unnamed == 1 ? "its" : "their") identity: expected \(counted(entries.count + unnamed, "agent")), "
+                    + "listed \(entries.count)")
+        }
+        return Result(entries: entries, shortfalls: shortfalls)
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return attoseconds == 0 ? "\(seconds)" : String(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// The device status answers by agent, collected by one task and counted by another.
+    private final class StatusAnswers: Sendable {
+        private let statuses = Mutex<[String: [JSONValue]]>([:])
+
+        func add(_ devices: [JSONValue], of agentId: String) { statuses.withLock { $0[agentId] = devices } }
+        var count: Int { statuses.withLock { $0.count } }
+        var all: [String: [JSONValue]] { statuses.withLock { $0 } }
     }
 
     /// One line per agent: state, name, agentId, its IO points and contexts, and its first failing device.

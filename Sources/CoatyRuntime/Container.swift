@@ -50,7 +50,8 @@ public final class Container: Service, Sendable {
             identity: configuration.identity, options: configuration.communication, ioNodes: configuration.ioNodes,
             logger: Logger(label: "coaty.communication"), makeTransport: makeTransport)
         communicationManager = manager
-        let presence = AgentPresence(manager: manager)
+        // Only a controller that looks at other agents makes the agent track them (see `PresenceTracking`).
+        let presence = AgentPresence(manager: manager, tracking: .onFirstUse)
         self.presence = presence
         let sharedObjects = SharedObjects(manager: manager, logger: Logger(label: "coaty.shared"))
         self.sharedObjects = sharedObjects

@@ -9,6 +9,8 @@ public struct ControllerContext: Sendable {
     /// The name the controller was registered under; its options are `controllers.<name>` in the configuration.
     public let name: String
     public let communicationManager: CommunicationManager
+    /// The agents online; the agent starts to track them (a census on every connect, every advertisement) when a
+    /// controller first reads it or watches its changes.
     public let presence: AgentPresence
     public let sharedObjects: SharedObjects
     /// The controller's options (an empty object when the configuration has none), with their JSON path.

@@ -114,9 +114,11 @@ struct Agents: AsyncParsableCommand {
             let filter = AgentCensus.Filter(
                 name: name.map(NamePattern.init), state: state?.state, context: context, point: point.map(NamePattern.init),
                 valueType: valueType)
-            let online = try await connection.withSession(censusTimeout: census) { session in
+            let result = try await connection.withSession(censusTimeout: AgentCensus.longestWait(for: census)) { session in
                 await AgentCensus.take(session, duration: census)
             }
+            for shortfall in result.shortfalls { StandardError.write("coaty-edge agents: \(shortfall)\n") }
+            let online = result.entries
             let entries = online.filter(filter.admits)
             guard entries.count > 0 || online.isEmpty || json else {
                 return StandardOutput.write("no agents match (\(AgentCensus.counted(online.count, "agent")) online)\n")

@@ -107,6 +107,64 @@ import Testing
         await watcher.shutdown()
     }
 
+    /// An agent whose controllers never look at other agents does not ask for them: n agents that did so on every
+    /// connect made about n² answers when a fleet started. The first look starts the census.
+    @Test func anAgentTracksPresenceOnlyOnceItIsUsed() async throws {
+        let quiet = try await container("quiet")
+        let other = try await container("other")
+        quiet.start()
+        other.start()
+        try await poll { broker.publishedMessages.filter { $0.topic.contains("/ADV:Identity/") }.count == 2 }
+        // Time for a census to go out, had one been started by the connect.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!quiet.presence.isTracking)
+        #expect(broker.publishedMessages.filter { $0.topic.contains("/DSC/") }.isEmpty)
+
+        try await poll { quiet.presence.agents.map(\.name) == ["other", "quiet"] }
+        #expect(quiet.presence.isTracking)
+        let discovers = broker.publishedMessages.filter { $0.topic.contains("/DSC/") }
+        #expect(discovers.count == 2)
+        #expect(discovers.allSatisfy { $0.topic.contains("/DSC/\(quiet.identity.objectId)/") })
+        #expect(!other.presence.isTracking)
+        await other.shutdown()
+        try await poll { quiet.presence.agents.map(\.name) == ["quiet"] }
+        await quiet.shutdown()
+    }
+
+    /// An agent keeps more than a thousand others by default (1500 here, each with an IO node); a Deadvertise of a
+    /// node alone takes it from its agent, one of the identity takes the agent.
+    @Test func presenceKeepsAFleetOfMoreThanAThousandAgents() async throws {
+        let watcher = try await container("watcher")
+        watcher.start()
+        try await poll { watcher.presence.count == 1 }
+        let peer = broker.makeTransport()
+        peer.connect(MQTTConnectOptions(host: "", clientId: "fleet"), executor: nil) { _ in }
+        try await poll { broker.connectedClientCount == 2 }
+        let count = 1500
+        for index in 0..<count {
+            let identity = Identity(objectId: "agent-\(index)", name: "pi-\(index)")
+            try peer.publish(MQTTMessage(
+                topic: "coaty/3/-/ADV:Identity/agent-\(index)", payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
+            let node = IoNode(
+                contextName: "Fleet", parentObjectId: "agent-\(index)", ioSources: [IoSource(name: "SoC", valueType: "t")], ioActors: [])
+            try peer.publish(MQTTMessage(
+                topic: "coaty/3/-/ADV:IoNode/agent-\(index)", payload: AdvertiseEvent(object: node.object).payload.serializedBytes()))
+        }
+        try await poll(within: .seconds(60)) { watcher.presence.agents.filter { $0.ioNodes.count == 1 }.count == count }
+        #expect(watcher.presence.refusedCount == 0)
+
+        let first = try #require(watcher.presence.agent("agent-0")?.ioNodes.first)
+        try peer.publish(MQTTMessage(
+            topic: "coaty/3/-/DAD/agent-0", payload: DeadvertiseEvent(objectIds: [first.objectId]).payload.serializedBytes()))
+        try await poll { watcher.presence.agent("agent-0")?.ioNodes.isEmpty == true }
+        try peer.publish(MQTTMessage(
+            topic: "coaty/3/-/DAD/agent-1", payload: DeadvertiseEvent(objectIds: ["agent-1", "agent-2"]).payload.serializedBytes()))
+        try await poll { watcher.presence.count == count - 1 }
+        #expect(watcher.presence.agent("agent-1") == nil && watcher.presence.agent("agent-2") == nil)
+        await peer.disconnect(.clean)
+        await watcher.shutdown()
+    }
+
     @Test func presenceDropsAgentsThatVanishedWhileOffline() async throws {
         let watcher = try await container("watcher")
         let other = try await container("other")

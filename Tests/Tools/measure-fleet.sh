@@ -7,7 +7,7 @@
 # values flow. Agents are started until AGENTS run or the machine runs short of memory (less than 1 GiB available
 # stops the starts, and the script says so; the load average before and after is printed). Then 10 agents are
 # killed with SIGKILL (their last wills must reach observe). The simulation then adds SIMULATED agents in processes
-# of 150 (`coaty-edge-bench fleet`: one connection each, identity and IoNode with one source, every tenth with an
+# of up to PER_PROCESS (default 500; `coaty-edge-bench fleet`: one connection each, identity and IoNode with one source, every tenth with an
 # actor), of which 5 % lose their connection without a DISCONNECT.
 #
 # Reported: how long until observe saw every agent join, whether `agents` lists exactly the agents running and how
@@ -15,12 +15,14 @@
 # source, how long the last wills take to show, and CPU (% of one core over the measurement window) and memory of the
 # broker, the agents, the router, observe and the simulation.
 #
-# Usage: Tests/Tools/measure-fleet.sh [AGENTS [SIMULATED [SECONDS]]]   (defaults 200, 1000, 30). Needs mosquitto.
+# Usage: Tests/Tools/measure-fleet.sh [AGENTS [SIMULATED [SECONDS [PER_PROCESS]]]]   (defaults 200, 1000, 30, 500).
+# Needs mosquitto.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 agents=${1:-200}
 simulated=${2:-1000}
 seconds=${3:-30}
+per_process=${4:-500}
 # shellcheck disable=SC2034 # measurement-broker.sh names its scratch folder after it
 name=fleet
 # Every agent is a connection of the broker's, and the simulation's thousand are files of one process.
@@ -62,6 +64,15 @@ timed() {
     "$bin" "$@" "${url[@]}" --connect-timeout 30 >"$work/last" 2>"$work/last.err" || true
     echo "$(elapsed "$start") $(wc -l <"$work/last")"
 }
+# What `agents` said on standard error about an incomplete census (answers still arriving, agents expected).
+shortfalls() { if [[ -s $work/last.err ]]; then echo "    agents said: $(tr '\n' ' ' <"$work/last.err")"; fi; }
+now_ms() { date +%s%3N; }
+# Seconds from $1 (ms since the epoch) to the time observe stamped on the last of the agentLeft events of agents whose
+# names start with $2: the polls above see them late on a loaded machine (each takes a python3 start).
+left_after() {
+    grep '"event":"agentLeft"' "$work/observe.jsonl" | grep "\"name\":\"$2" | grep -o '"time":[0-9]*' | cut -d: -f2 \
+        | sort -n | tail -n 1 | awk -v start="$1" '{printf "%.2f", ($1 - start) / 1000}'
+}
 
 agent_config() { # index name context extra-json
     local directory="$work/agents/$1"
@@ -80,6 +91,10 @@ agent_config() { # index name context extra-json
 JSON
     echo "$directory/agent.json"
 }
+
+# The load average every 5 s, for its peak and mean at the end.
+(while sleep 5; do cut -d' ' -f1 /proc/loadavg; done >"$work/load") &
+pids+=($!)
 
 echo "coaty-edge fleet benchmark: $cores cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), mosquitto $(mosquitto -h 2>/dev/null | awk 'NR == 1 {print $3}'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -175,18 +190,17 @@ echo "  observe: values of $valued of $started sources in the window"
 killed=10
 ((killed > started)) && killed=$started
 left_before=$(count_events agentLeft "$work/observe.jsonl")
+kill_ms=$(now_ms)
 for pid in "${agent_pids[@]:0:killed}"; do kill -KILL "$pid"; done
 gone=$(wait_for "(( \$(count_events agentLeft $work/observe.jsonl) >= $left_before + $killed ))" 120)
-echo "  $killed agents killed with SIGKILL: observe reported them gone after $gone s"
+echo "  $killed agents killed with SIGKILL: observe reported them gone after $gone s (the last $(left_after "$kill_ms" fleet-) s after the kill by observe's clock)"
 read -r t_after _ < <(timed agents --summary --census 5)
 echo "  agents --summary after the kills ($t_after s): $(head -n 1 "$work/last")"
 
-# The simulation, on the same broker next to the real agents, in processes of at most 150 agents: libmosquitto's loop
-# refuses descriptors from 1024 on (select), so one process cannot hold many more than 200 connections. A process
-# starts when the one before is online: every agent that joins asks all others for their identity and IO nodes
-# (presence), so joins cost the fleet in proportion to its size, and a thousand at once only time out and retry.
+# The simulation, on the same broker next to the real agents, in processes of at most PER_PROCESS agents (each holds
+# five descriptors; `fleet` refuses more than its hard limit of open files allows). A process starts when the one
+# before is online.
 echo
-per_process=150
 simulations=()
 drop=0
 simulation_start=$(now)
@@ -217,13 +231,30 @@ sim_listed=$(grep -c '"name":"sim-[0-9]*-[0-9]*"' "$work/last" || true)
 all_listed=$(wc -l <"$work/last")
 read -r t_summary _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --json: $sim_listed of $simulated simulated agents ($all_listed agents in all) in $t_json s"
+shortfalls
 echo "  agents --summary --name 'sim-*' in $t_summary s: $(head -n 1 "$work/last")"
 read -r t_brief n_brief < <(timed agents --brief --name 'sim-0-*' --census 10)
 echo "  agents --brief --name 'sim-0-*': $n_brief lines in $t_brief s"
+read -r t_plain n_plain < <(timed agents --name 'sim-*' --census 10)
+echo "  agents --name 'sim-*' (plain text): $(grep -c '^sim-' "$work/last" || true) agents in $n_plain lines in $t_plain s"
+# The default census of 2 s: do the answers of all agents arrive within it?
+read -r t_default _ < <(timed agents --summary --name 'sim-*')
+echo "  agents --summary --name 'sim-*' with the default --census 2, in $t_default s: $(head -n 1 "$work/last")"
+shortfalls
+# A summary view started now, against the whole fleet: its first line with all simulated agents, and the line after
+# the connections break off.
+"$bin" observe --summary --every 1 --agent 'sim-*' "${url[@]}" >"$work/observe-summary" 2>"$work/observe-summary.err" &
+pids+=($!)
+summary_all=$(wait_for "grep -q ' $simulated agents' $work/observe-summary" 60)
+echo "  observe --summary --every 1 --agent 'sim-*' (started now): all $simulated agents on a line after $summary_all s: $(grep " $simulated agents" "$work/observe-summary" | head -n 1)"
+drop_ms=$(now_ms)
 touch "$work/drop"
 left_before=$(grep '"event":"agentLeft"' "$work/observe.jsonl" | grep -c '"name":"sim-' || true)
 gone=$(wait_for "(( \$(grep '\"event\":\"agentLeft\"' $work/observe.jsonl | grep -c '\"name\":\"sim-') >= $left_before + $drop ))" 120)
-echo "  $drop connections broken off: observe reported them gone after $gone s"
+echo "  $drop connections broken off ($(grep '^dropped' "$work"/simulation-*.out | cut -d: -f2 | tr '\n' ';')): observe reported them gone after $gone s (the last $(left_after "$drop_ms" sim-) s after the drop by observe's clock)"
+left=$((simulated - drop))
+summary_left=$(wait_for "grep -q ' $left agents' $work/observe-summary" 30)
+echo "  observe --summary: $left agents on a line after $summary_left s: $(grep " $left agents" "$work/observe-summary" | head -n 1)"
 read -r t_after _ < <(timed agents --summary --name 'sim-*' --census 10)
 echo "  agents --summary --name 'sim-*' after that ($t_after s): $(head -n 1 "$work/last")"
 sleep "$seconds"
@@ -245,4 +276,4 @@ print(f"  RSS: broker {broker_rss:.1f} MiB, simulation {simulation_rss:.1f} MiB 
 PY
 for pid in "${simulations[@]}"; do kill -TERM "$pid"; done
 wait "${simulations[@]}" 2>/dev/null || true
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); during the run (1-minute, every 5 s): $(sort -n "$work/load" | awk '{sum += $1; values[NR] = $1} END {if (NR) printf "mean %.1f, peak %.1f", sum / NR, values[NR]}')"
