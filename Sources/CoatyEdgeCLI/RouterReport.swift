@@ -258,7 +258,7 @@ extension RouterReport {
     /// `census`, and the pattern itself, which may be the objectId of an agent that does not answer (a node's
     /// `parentObjectId`).
     public static func agentIds(matching pattern: NamePattern, session: ClientSession, census: Duration) async throws -> [String] {
-        let agents = await AgentCensus.take(session, duration: census)
+        let agents = await AgentCensus.take(session, duration: census).entries
         var ids = agents.filter { pattern.text == $0.agent.agentId || pattern.matches($0.agent.name) }.map(\.agent.agentId)
         if !ids.contains(pattern.text) { ids.append(pattern.text) }
         guard ids.count <= IoAssociationQuery.maximumAgentIds else {
