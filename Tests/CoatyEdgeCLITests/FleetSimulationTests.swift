@@ -65,16 +65,18 @@ import Testing
                 try? peer.publish(
                     "coaty/3/-/ADV:Identity/late-\(index)",
                     #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"late-\#(index)","name":"late-\#(index)"}}"#)
-                try? await Task.sleep(for: .milliseconds(100))
+                // Every 20 ms: the census's last step of a second must see an answer even when the other suites
+                // of a full run keep this process's threads busy for a few hundred milliseconds.
+                try? await Task.sleep(for: .milliseconds(20))
             }
         }
         let started = ContinuousClock.now
-        let listed = try await Executable.run(["agents", "--summary", "--census", "1", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let listed = try await Executable.run(["agents", "--summary", "--census", "2", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
         let took = ContinuousClock.now - started
         joining.cancel()
         #expect(listed.status == 0)
-        #expect(listed.errors.contains("answers were still arriving after 4 s: the list may be incomplete"), "\(listed.errors)")
-        #expect(took >= .seconds(4))
+        #expect(listed.errors.contains("answers were still arriving after 8 s: the list may be incomplete"), "\(listed.errors)")
+        #expect(took >= .seconds(8))
         _ = try await peer.disconnect()
         try await broker.stop()
     }
@@ -94,7 +96,9 @@ import Testing
                         + #""name":"ghost devices","parentObjectId":"ghost","devices":[]}}"#)
             }
         }
-        let listed = try await Executable.run(["agents", "--summary", "--census", "1", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        // A census of 3 s: the ghost answers from this test process, whose threads the other suites of a full run
+        // may keep busy for a while.
+        let listed = try await Executable.run(["agents", "--summary", "--census", "3", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
         answering.cancel()
         #expect(listed.status == 0)
         #expect(listed.output.hasPrefix("0 agents\n"), "\(listed.output)")
