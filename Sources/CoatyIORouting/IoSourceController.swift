@@ -32,26 +32,12 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         }
     }
 
-    /// One task per IO context for all the sources in it, not one per source: each Associate of the context that
-    /// concerns an own source applies the source's state as the manager has it after that Associate (the manager
-    /// applies an Associate before it hands it to observers).
+    /// One task for all sources: their IoStates come in one stream.
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
-        let contexts = manager.ioNodeDefinitions.filter { !$0.ioSources.isEmpty }.map(\.contextName)
         let ids = state.withLock { Array($0.sources.keys) }
-        // Observed before the states are read, so that no Associate falls between.
-        let streams = Set(contexts).compactMap { try? manager.observeAssociate(ioContextName: $0) }
-        for id in ids { apply(manager.ioState(of: id), to: id) }
-        await withDiscardingTaskGroup { group in
-            for associates in streams {
-                group.addTask {
-                    for await associate in associates {
-                        let id = associate.event.ioSourceId
-                        guard self.state.withLock({ $0.sources[id] != nil }) else { continue }
-                        self.apply(manager.ioState(of: id), to: id)
-                    }
-                }
-            }
+        if let states = try? manager.observeIoStates(of: ids) {
+            for await (id, ioState) in states { apply(ioState, to: id) }
         }
         // Stopped: no source stays associated and nothing scheduled survives; a restart brings fresh IoStates.
         for id in ids { apply(IoState(hasAssociations: false), to: id, isStopping: true) }
