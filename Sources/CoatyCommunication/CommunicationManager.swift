@@ -993,7 +993,7 @@ public final class CommunicationManager: Sendable {
     /// `observeIoState(of:)` for many own IO points in one stream, each state with its point: the current state of
     /// each, then every Associate that concerns one of them, in order. For a controller with many points, which would
     /// otherwise need a stream and a task per point.
-    public func observeIoStates(of pointIds: [String]) throws(CoatyError) -> ObservationStream<(pointId: String, state: IoState)> {
+    package func observeIoStates(of pointIds: [String]) throws(CoatyError) -> ObservationStream<(pointId: String, state: IoState)> {
         let (stream, continuation) = ObservationStream.makeStream(of: (pointId: String, state: IoState).self)
         let id = try state.withLock { state throws(CoatyError) in
             for pointId in pointIds where !state.routing.isOwnSource(pointId) && !state.routing.isOwnActor(pointId) {

@@ -183,7 +183,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     /// The objectId of every own source that has taken an Associate that left it associated, then of the source each
     /// new such Associate concerns, for every source in one stream, as they arrive: what `associates(of:)` tells of
     /// one source, without a stream and a task per source.
-    public func associates() -> ObservationStream<String> {
+    package func associates() -> ObservationStream<String> {
         let (stream, continuation) = ObservationStream.makeStream(of: String.self)
         let id = state.withLock { state in
             for (id, entry) in state.sources where entry.associates > 0 { continuation.yield(id) }

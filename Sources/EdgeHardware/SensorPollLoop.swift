@@ -11,18 +11,18 @@
 /// `SensorSchedule` says; a read due within `coalescing` of a wake-up happens up to that much early, and its schedule
 /// advances from its own deadline, so it does not drift. A failing sensor is retried with its backoff and stalls no
 /// other.
-public struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
+package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
     /// One sensor to poll: its schedule starts when `run` starts.
-    public struct Entry: Sendable {
-        public var sensor: any Sensor
-        public var interval: Duration
-        public var backoff: Backoff
+    package struct Entry: Sendable {
+        package var sensor: any Sensor
+        package var interval: Duration
+        package var backoff: Backoff
         /// The pipelines of the quantities to publish; the sensor's other quantities are read and not published.
-        public var pipelines: [Quantity: ValuePipeline]
+        package var pipelines: [Quantity: ValuePipeline]
         /// How long after the start its first read is due.
-        public var phase: Duration
+        package var phase: Duration
 
-        public init(
+        package init(
             sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline],
             phase: Duration = .zero
         ) {
@@ -34,12 +34,12 @@ public struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
         }
     }
 
-    public let entries: [Entry]
-    public let clock: C
-    public let coalescing: Duration
+    package let entries: [Entry]
+    package let clock: C
+    package let coalescing: Duration
 
     /// Needs `coalescing >= 0`.
-    public init(_ entries: [Entry], clock: C, coalescing: Duration = .milliseconds(1)) {
+    package init(_ entries: [Entry], clock: C, coalescing: Duration = .milliseconds(1)) {
         precondition(coalescing >= .zero, "coalescing must not be negative")
         self.entries = entries
         self.clock = clock
@@ -48,7 +48,7 @@ public struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
 
     /// Polls until the task is cancelled, handing each event to `deliver` with the index of its sensor in `entries`,
     /// in the order they happen. `deliver` runs in this task: what it does delays the next reads.
-    public func run(_ deliver: (_ sensor: Int, _ event: SensorEvent) -> Void) async {
+    package func run(_ deliver: (_ sensor: Int, _ event: SensorEvent) -> Void) async {
         guard !entries.isEmpty else { return }
         let start = clock.now
         var schedules = entries.map { entry in

@@ -131,15 +131,15 @@ extension SensorPoller where C == ContinuousClock {
 /// still running runs as soon as it can and the schedule continues from there; missed reads are not made up. A failed
 /// read is retried after `backoff.delay(afterFailures:)` and the regular schedule resumes from the first read that
 /// succeeds again.
-public struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
-    public let interval: Duration
-    public let backoff: Backoff
+package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    package let interval: Duration
+    package let backoff: Backoff
     /// In `Quantity.allCases` order; an array, not a dictionary: a sensor has one to three.
     private var pipelines: [(quantity: Quantity, pipeline: ValuePipeline)]
     /// Where the pipelines' time starts.
     private let origin: Instant
     /// When the next read is due.
-    public private(set) var due: Instant
+    package private(set) var due: Instant
     /// Failed reads in a row, and when the first of them failed.
     private var failures = 0
     private var failingSince: Instant?
@@ -147,7 +147,7 @@ public struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.D
     private var lastError: SensorError?
 
     /// Needs an `interval` above zero and a `phase` of zero or more.
-    public init(interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], start: Instant, phase: Duration) {
+    package init(interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], start: Instant, phase: Duration) {
         precondition(interval > .zero, "poll interval must be positive")
         precondition(phase >= .zero, "poll phase must not be negative")
         self.interval = interval
@@ -159,7 +159,7 @@ public struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.D
 
     /// Takes the result of a read that ended at `now`: hands the events it makes to `deliver` (a recovery, the values
     /// that come out of the pipelines, in the sensor's order, or a failure) and sets when the next read is due.
-    public mutating func complete(
+    package mutating func complete(
         _ result: Result<[Measurement], SensorError>, of sensor: any Sensor, at now: Instant,
         deliver: (SensorEvent) -> Void
     ) {
@@ -192,7 +192,7 @@ public struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.D
     }
 
     /// Whether the sensor answers, and if not since when and how often it failed in a row.
-    public func status(at now: Instant) -> SensorStatus<Instant> {
+    package func status(at now: Instant) -> SensorStatus<Instant> {
         guard failures > 0, let lastError else { return .ok }
         return .failing(since: failingSince ?? now, error: lastError, attempts: failures)
     }
