@@ -117,6 +117,8 @@ public final class CommunicationManager: Sendable {
         /// Per own actor.
         var ioValueReceivers: [String: [IoValueReceiver]] = [:]
         var ioStateObservers: [String: [Int: ObservationStream<IoState>.Continuation]] = [:]
+        /// `observeIoStates(of:)`: the points each one watches.
+        var ioStatesObservers: [Int: (pointIds: Set<String>, continuation: ObservationStream<(pointId: String, state: IoState)>.Continuation)] = [:]
         var rawObservers: [Int: (filter: String, continuation: ObservationStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
         /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
@@ -336,6 +338,7 @@ public final class CommunicationManager: Sendable {
                 events: state.eventObservers.values.flatMap { $0 },
                 ioValues: state.ioValueReceivers.values.flatMap { $0 },
                 ioStates: state.ioStateObservers.values.flatMap(\.values),
+                ioStatesOfMany: state.ioStatesObservers.values.map { $0 },
                 raw: state.rawObservers.values.map(\.continuation),
                 routeMonitors: state.routeMonitors.values.flatMap(\.values)
             )
@@ -349,6 +352,10 @@ public final class CommunicationManager: Sendable {
         communicationStateBroadcast.send(.offline)
         for continuation in ended.ioStates {
             continuation.yield(IoState(hasAssociations: false))
+            continuation.finish()
+        }
+        for (pointIds, continuation) in ended.ioStatesOfMany {
+            for pointId in pointIds { continuation.yield((pointId, IoState(hasAssociations: false))) }
             continuation.finish()
         }
         ended.ioValues.forEach { $0.finish() }
@@ -837,6 +844,7 @@ public final class CommunicationManager: Sendable {
 
     private func applyAssociate(_ event: AssociateEvent) {
         var newZeroLoss: [String] = []
+        var deliveryToMany: [(ObservationStream<(pointId: String, state: IoState)>.Continuation, String, IoState)] = []
         let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
             guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
@@ -847,10 +855,18 @@ public final class CommunicationManager: Sendable {
             let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
             }
+            for (pointId, ioState) in effects.states {
+                for observer in state.ioStatesObservers.values where observer.pointIds.contains(pointId) {
+                    deliveryToMany.append((observer.continuation, pointId, ioState))
+                }
+            }
             return (delivery, effects.isRefused)
         }
         for (continuation, ioState) in delivery {
             continuation.yield(ioState)
+        }
+        for (continuation, pointId, ioState) in deliveryToMany {
+            continuation.yield((pointId, ioState))
         }
         acknowledgeZeroLoss(newZeroLoss, isResume: true)
         if options.zeroLoss != nil, state.withLock({ $0.routing.isOwnSource(event.ioSourceId) }) {
@@ -1036,6 +1052,26 @@ public final class CommunicationManager: Sendable {
                 state.ioStateObservers[pointId]?[id] = nil
                 if state.ioStateObservers[pointId]?.isEmpty == true { state.ioStateObservers[pointId] = nil }
             }
+        }
+        return stream
+    }
+
+    /// `observeIoState(of:)` for many own IO points in one stream, each state with its point: the current state of
+    /// each, then every Associate that concerns one of them, in order. For a controller with many points, which would
+    /// otherwise need a stream and a task per point.
+    package func observeIoStates(of pointIds: [String]) throws(CoatyError) -> ObservationStream<(pointId: String, state: IoState)> {
+        let (stream, continuation) = ObservationStream.makeStream(of: (pointId: String, state: IoState).self)
+        let id = try state.withLock { state throws(CoatyError) in
+            for pointId in pointIds where !state.routing.isOwnSource(pointId) && !state.routing.isOwnActor(pointId) {
+                throw .unknownIoPoint(pointId)
+            }
+            let id = state.makeObserverId()
+            state.ioStatesObservers[id] = (Set(pointIds), continuation)
+            for pointId in pointIds { continuation.yield((pointId, state.routing.initialState(of: pointId))) }
+            return id
+        }
+        continuation.onTermination { [weak self] in
+            _ = self?.state.withLock { $0.ioStatesObservers.removeValue(forKey: id) }
         }
         return stream
     }

@@ -63,60 +63,106 @@ final class SourceDevices: Sendable {
         let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
             + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
         rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
-        // One timer for every sensor; sensors with the same interval are spread evenly over it.
-        let scheduler = PollScheduler(clock: ContinuousClock())
+        // Sensors with the same interval are spread evenly over it. Those whose reads never wait (sysfs attributes)
+        // share one task; each of the others (chips with conversion times, 1-Wire) has a task of its own, and they
+        // share one timer.
         let sensorCounts = Dictionary(devices.sensors.map { ($0.pollInterval, 1) }, uniquingKeysWith: +)
         var sensorIndices: [Duration: Int] = [:]
-        await withDiscardingTaskGroup { group in
-            if !devices.sensors.isEmpty { group.addTask { await scheduler.run() } }
-            for device in devices.sensors {
-                let index = sensorIndices[device.pollInterval, default: 0]
-                sensorIndices[device.pollInterval] = index + 1
-                let phase = PollScheduler<ContinuousClock>.phase(
-                    of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
-                group.addTask { await self.poll(device, scheduler: scheduler, phase: phase, logger: logger) }
+        var together: [SensorPollLoop<ContinuousClock>.Entry] = []
+        var togetherWirings: [SensorWiring] = []
+        var alone: [(SensorDevice, any Sensor, Duration)] = []
+        for device in devices.sensors {
+            let index = sensorIndices[device.pollInterval, default: 0]
+            sensorIndices[device.pollInterval] = index + 1
+            let phase = PollScheduler<ContinuousClock>.phase(
+                of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
+            let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
+            if sensor.readsWithoutWaiting {
+                together.append(.init(
+                    sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
+                    phase: phase))
+                togetherWirings.append(SensorWiring(device, label: sensor.label))
+            } else {
+                alone.append((device, sensor, phase))
+            }
+        }
+        let scheduler = PollScheduler(clock: ContinuousClock())
+        await withDiscardingTaskGroup { [together, togetherWirings, alone] group in
+            if !together.isEmpty {
+                group.addTask {
+                    await SensorPollLoop(together, clock: ContinuousClock()).run { index, event in
+                        self.handle(event, of: togetherWirings[index], logger: logger)
+                    }
+                }
+            }
+            if !alone.isEmpty { group.addTask { await scheduler.run() } }
+            for (device, sensor, phase) in alone {
+                group.addTask { await self.poll(device, sensor: sensor, scheduler: scheduler, phase: phase, logger: logger) }
             }
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
             }
-            for source in deviceSourceIds.compactMap({ sourcesById[$0] }) {
-                group.addTask { await self.publishLatestValue(of: source, logger: logger) }
+            let sourceIds = Set(deviceSourceIds.filter { sourcesById[$0] != nil })
+            if !sourceIds.isEmpty {
+                group.addTask { await self.publishLatestValues(of: sourceIds, sourcesById: sourcesById, logger: logger) }
             }
         }
     }
 
     // MARK: - Sensors
 
-    private func poll(_ device: SensorDevice, scheduler: PollScheduler<ContinuousClock>, phase: Duration, logger: Logger) async {
-        let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
+    /// What a sensor's events go to: its sources by quantity, and its counters.
+    private struct SensorWiring: Sendable {
+        let label: String
+        /// The source of each published quantity, with the counter of its readings.
+        let sources: [(quantity: Quantity, ioSourceId: String, read: Counter)]
+        /// Counts failures (a sensor that stops answering, or then fails for another reason), not the retries that
+        /// fail alike.
+        let errors: Counter
+
+        init(_ device: SensorDevice, label: String) {
+            self.label = label
+            var sources: [(quantity: Quantity, ioSourceId: String, read: Counter)] = []
+            for binding in device.sources where !sources.contains(where: { $0.quantity == binding.quantity }) {
+                sources.append((
+                    binding.quantity, binding.ioSourceId,
+                    Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)])))
+            }
+            self.sources = sources
+            errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", label)])
+        }
+    }
+
+    private func poll(
+        _ device: SensorDevice, sensor: any Sensor, scheduler: PollScheduler<ContinuousClock>, phase: Duration, logger: Logger
+    ) async {
         let poller = SensorPoller(
             sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
             scheduler: scheduler, phase: phase)
-        let bindings = Dictionary(device.sources.map { ($0.quantity, $0) }, uniquingKeysWith: { first, _ in first })
-        let read = Dictionary(device.sources.map {
-            ($0.ioSourceId, Counter(label: "coaty_edge_values_read_total", dimensions: [("source", $0.ioSourceId)]))
-        }, uniquingKeysWith: { first, _ in first })
-        // Counts failures (a sensor that stops answering, or then fails for another reason), not the retries that fail alike.
-        let errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", sensor.label)])
+        let wiring = SensorWiring(device, label: sensor.label)
         for await event in poller {
-            switch event {
-            case .value(let quantity, let value):
-                guard let binding = bindings[quantity] else { continue }
-                read[binding.ioSourceId]?.increment()
-                do {
-                    try publish(.number(value), from: binding.ioSourceId)
-                } catch {
-                    logger.error("cannot publish \(sensor.label) \(quantity.rawValue): \(error)")
-                }
-            case .failed(let error):
-                errors.increment()
-                forgetLatest(of: device.sources.map(\.ioSourceId))
-                logger.error("\(sensor.label) fails, retrying with backoff: \(error)")
-                status.set(sensor.label, error: error.description)
-            case .recovered(let attempts):
-                logger.notice("\(sensor.label) answers again after \(attempts) failed reads")
-                status.set(sensor.label, error: nil)
+            handle(event, of: wiring, logger: logger)
+        }
+    }
+
+    private func handle(_ event: SensorEvent, of wiring: SensorWiring, logger: Logger) {
+        switch event {
+        case .value(let quantity, let value):
+            guard let source = wiring.sources.first(where: { $0.quantity == quantity }) else { return }
+            source.read.increment()
+            do {
+                try publish(.number(value), from: source.ioSourceId)
+            } catch {
+                logger.error("cannot publish \(wiring.label) \(quantity.rawValue): \(error)")
             }
+        case .failed(let error):
+            wiring.errors.increment()
+            forgetLatest(of: wiring.sources.map(\.ioSourceId))
+            logger.error("\(wiring.label) fails, retrying with backoff: \(error)")
+            status.set(wiring.label, error: error.description)
+        case .recovered(let attempts):
+            logger.notice("\(wiring.label) answers again after \(attempts) failed reads")
+            status.set(wiring.label, error: nil)
         }
     }
 
@@ -169,25 +215,101 @@ final class SourceDevices: Sendable {
         }
     }
 
-    /// `latestValueDelay` after each Associate that leaves `source` associated (a later one starts the wait again),
-    /// publishes its latest value if it still is associated.
-    private func publishLatestValue(of source: IoSource, logger: Logger) async {
-        var pending: Task<Void, Never>?
-        defer { pending?.cancel() }
-        for await count in sources.associates(of: source) where count > 0 {
-            pending?.cancel()
-            // Cancelled by the next Associate, and when this task ends.
-            pending = Task {
-                guard (try? await Task.sleep(for: Self.latestValueDelay)) != nil, sources.isAssociated(source) else { return }
+    /// `latestValueDelay` after each Associate that leaves one of `sourceIds` associated (a later one starts its wait
+    /// again), publishes the source's latest value if it still is associated. One task for every source: the
+    /// Associates come in one stream, and the waits, all equally long, end in the order they began.
+    private func publishLatestValues(of sourceIds: Set<String>, sourcesById: [String: IoSource], logger: Logger) async {
+        let resends = LatestValueResends()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await id in self.sources.associates() where sourceIds.contains(id) {
+                    resends.add(id, due: ContinuousClock.now.advanced(by: Self.latestValueDelay))
+                }
+                resends.finish()
+            }
+            while let (id, due) = await resends.next() {
+                guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { break }
+                guard resends.take(id, due: due), let source = sourcesById[id], sources.isAssociated(source) else { continue }
                 do {
                     try latest.withLock { latest throws(CoatyError) in
-                        guard let value = latest[source.objectId] else { return }
-                        try sources.publish(ioValue(value, from: source.objectId), from: source.objectId)
+                        guard let value = latest[id] else { return }
+                        try sources.publish(ioValue(value, from: id), from: id)
                     }
                 } catch {
                     logger.error("cannot publish the latest value of \(source.name): \(error)")
                 }
             }
+            group.cancelAll()
+        }
+    }
+}
+
+/// The latest-value resends waiting for their time, in the order they are due (they all wait equally long), and for
+/// each source the deadline of its latest Associate: an earlier one of the same source is skipped when its turn comes.
+private final class LatestValueResends: Sendable {
+    private struct State {
+        var queue: [(id: String, due: ContinuousClock.Instant)] = []
+        var head = 0
+        var latestDue: [String: ContinuousClock.Instant] = [:]
+        var waiter: CheckedContinuation<(String, ContinuousClock.Instant)?, Never>?
+        var isFinished = false
+    }
+
+    private let state = Mutex(State())
+
+    func add(_ id: String, due: ContinuousClock.Instant) {
+        let waiter = state.withLock { state in
+            state.latestDue[id] = due
+            guard let waiter = state.waiter else {
+                state.queue.append((id, due))
+                return nil as CheckedContinuation<(String, ContinuousClock.Instant)?, Never>?
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: (id, due))
+    }
+
+    func finish() {
+        let waiter = state.withLock { state in
+            state.isFinished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The next resend in line, waiting for one if there is none; nil once finished or cancelled.
+    func next() async -> (String, ContinuousClock.Instant)? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<(String, ContinuousClock.Instant)?, Never>) in
+                let now: (String, ContinuousClock.Instant)?? = state.withLock { state in
+                    if state.head < state.queue.count {
+                        let next = state.queue[state.head]
+                        state.head += 1
+                        if state.head == state.queue.count || state.head >= 1024 && state.head * 2 >= state.queue.count {
+                            state.queue.removeFirst(state.head)
+                            state.head = 0
+                        }
+                        return .some(next)
+                    }
+                    if state.isFinished || Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            finish()
+        }
+    }
+
+    /// Whether the resend due at `due` is the latest of its source; it is no longer waited for then.
+    func take(_ id: String, due: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard state.latestDue[id] == due else { return false }
+            state.latestDue[id] = nil
+            return true
         }
     }
 }

@@ -32,41 +32,41 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         }
     }
 
+    /// One task for all sources: their IoStates come in one stream.
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
         let ids = state.withLock { Array($0.sources.keys) }
-        await withDiscardingTaskGroup { group in
-            for id in ids {
-                guard let states = try? manager.observeIoState(of: id) else { continue }
-                group.addTask {
-                    for await ioState in states { self.apply(ioState, to: id) }
-                }
-            }
+        if let states = try? manager.observeIoStates(of: ids) {
+            for await (id, ioState) in states { apply(ioState, to: id) }
         }
         // Stopped: no source stays associated and nothing scheduled survives; a restart brings fresh IoStates.
         for id in ids { apply(IoState(hasAssociations: false), to: id, isStopping: true) }
     }
 
     private func apply(_ ioState: IoState, to id: String, isStopping: Bool = false) {
-        let discarded = state.withLock { state -> (CommunicationManager, ValueDropReason)? in
-            guard var source = state.sources[id] else { return nil }
-            let changed = source.association.value != ioState.hasAssociations || source.updateRate.value != ioState.updateRate
-            source.association.send(ioState.hasAssociations)
-            source.updateRate.send(ioState.updateRate)
-            if ioState.hasAssociations { source.associates.send(source.associates.value + 1) }
-            guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return nil }
+        let (discarded, associateWatchers) = state.withLock {
+            state -> ((CommunicationManager, ValueDropReason)?, [ObservationStream<String>.Continuation]) in
+            guard let index = state.sources.index(forKey: id) else { return (nil, []) }
+            let watchers = ioState.hasAssociations ? Array(state.associateWatchers.values) : []
+            let source = state.sources.values[index]
+            let changed = source.isAssociated != ioState.hasAssociations || source.updateRate != ioState.updateRate
+            state.sources.values[index].isAssociated = ioState.hasAssociations
+            state.sources.values[index].updateRate = ioState.updateRate
+            if ioState.hasAssociations { state.sources.values[index].associates += 1 }
+            state.sources.values[index].watchers?.send(state.sources.values[index])
+            guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return (nil, watchers) }
             source.timer?.cancel()
-            source.timer = nil
-            source.timerGeneration += 1
-            let discards = source.pipeline.rebuild(
+            state.sources.values[index].timer = nil
+            state.sources.values[index].timerGeneration += 1
+            let discards = state.sources.values[index].pipeline.rebuild(
                 .init(isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate, strategy: source.source.updateStrategy),
                 at: now)
-            state.sources[id] = source
-            guard discards, let manager = state.manager else { return nil }
+            guard discards, let manager = state.manager else { return (nil, watchers) }
             // A value that waited for its deadline: a new rate or association starts afresh, as in Coaty JS.
-            return (manager, isStopping ? .stop : ioState.hasAssociations ? .superseded : .noAssociation)
+            return ((manager, isStopping ? .stop : ioState.hasAssociations ? .superseded : .noAssociation), watchers)
         }
         if let (manager, reason) = discarded { manager.countDroppedValues(of: id, reason) }
+        for watcher in associateWatchers { watcher.yield(id) }
     }
 
     /// Publishes a JSON value of an own source, subject to its strategy. Returns false when the value was dropped
@@ -171,22 +171,50 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     /// Whether the source is associated now, then every change.
     public func associations(of source: IoSource) -> ObservationStream<Bool> {
-        state.withLock { $0.sources[source.objectId]?.association.stream() } ?? .finished
+        watchers(of: source)?.association.stream() ?? .finished
     }
 
     /// How many Associates that leave the source associated it has taken (0 before the first), then every new one:
     /// unlike `associations(of:)`, this also tells of an actor that joins a source already associated with another.
     public func associates(of source: IoSource) -> ObservationStream<Int> {
-        state.withLock { $0.sources[source.objectId]?.associates.stream() } ?? .finished
+        watchers(of: source)?.associates.stream() ?? .finished
+    }
+
+    /// The objectId of every own source that has taken an Associate that left it associated, then of the source each
+    /// new such Associate concerns, for every source in one stream, as they arrive: what `associates(of:)` tells of
+    /// one source, without a stream and a task per source.
+    package func associates() -> ObservationStream<String> {
+        let (stream, continuation) = ObservationStream.makeStream(of: String.self)
+        let id = state.withLock { state in
+            for (id, entry) in state.sources where entry.associates > 0 { continuation.yield(id) }
+            state.nextWatcherId += 1
+            state.associateWatchers[state.nextWatcherId] = continuation
+            return state.nextWatcherId
+        }
+        continuation.onTermination { [weak self] in
+            _ = self?.state.withLock { $0.associateWatchers.removeValue(forKey: id) }
+        }
+        return stream
     }
 
     /// The update rate the router asks of the source (milliseconds; nil when none), then every change.
     public func updateRates(of source: IoSource) -> ObservationStream<Double?> {
-        state.withLock { $0.sources[source.objectId]?.updateRate.stream() } ?? .finished
+        watchers(of: source)?.updateRate.stream() ?? .finished
     }
 
     public func isAssociated(_ source: IoSource) -> Bool {
-        state.withLock { $0.sources[source.objectId]?.association.value ?? false }
+        state.withLock { $0.sources[source.objectId]?.isAssociated ?? false }
+    }
+
+    /// The broadcasts of a source's state, made when the first watcher asks: most sources never have one.
+    private func watchers(of source: IoSource) -> SourceWatchers? {
+        state.withLock { state in
+            guard let index = state.sources.index(forKey: source.objectId) else { return nil }
+            if let watchers = state.sources.values[index].watchers { return watchers }
+            let watchers = SourceWatchers(state.sources.values[index])
+            state.sources.values[index].watchers = watchers
+            return watchers
+        }
     }
 
     /// Values dropped because the source was not associated (the manager's `droppedValues` counts every reason).
@@ -208,6 +236,9 @@ private struct SourceTable {
     var manager: CommunicationManager?
     var logger = Logger(label: "coaty.io-source")
     var sources: [String: SourceEntry] = [:]
+    /// The streams of `associates()`.
+    var associateWatchers: [Int: ObservationStream<String>.Continuation] = [:]
+    var nextWatcherId = 0
 }
 
 private struct SourceEntry {
@@ -217,9 +248,12 @@ private struct SourceEntry {
     var pipeline = IoSourcePipeline<SourceInstant>()
     var timer: Task<Void, Never>?
     var timerGeneration = 0
-    let association = CurrentValueBroadcast(false)
-    let associates = CurrentValueBroadcast(0)
-    let updateRate = CurrentValueBroadcast<Double?>(nil)
+    var isAssociated = false
+    /// Associates that left the source associated.
+    var associates = 0
+    var updateRate: Double?
+    /// nil until someone watches the source.
+    var watchers: SourceWatchers?
     var dropped = 0
     let counters: SourceCounters
 
@@ -227,6 +261,25 @@ private struct SourceEntry {
         self.source = source
         isRaw = source.useRawIoValues
         counters = SourceCounters(sourceId: source.objectId)
+    }
+}
+
+/// The association, Associates and update rate of a source for those who watch them.
+private final class SourceWatchers: Sendable {
+    let association: CurrentValueBroadcast<Bool>
+    let associates: CurrentValueBroadcast<Int>
+    let updateRate: CurrentValueBroadcast<Double?>
+
+    init(_ entry: SourceEntry) {
+        association = CurrentValueBroadcast(entry.isAssociated)
+        associates = CurrentValueBroadcast(entry.associates)
+        updateRate = CurrentValueBroadcast(entry.updateRate)
+    }
+
+    func send(_ entry: SourceEntry) {
+        association.send(entry.isAssociated)
+        associates.send(entry.associates)
+        updateRate.send(entry.updateRate)
     }
 }
 

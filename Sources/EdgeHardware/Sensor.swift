@@ -68,6 +68,13 @@ public protocol Sensor: Sendable {
     /// Takes one reading of every quantity. A device that does not answer, answers wrongly or fails a check
     /// throws; it never returns a made-up number.
     func read() async throws(SensorError) -> [Measurement]
+    /// Whether `read()` returns without waiting (no conversion time, no other thread): a `pread` of a sysfs
+    /// attribute. Such sensors share one task (`SensorPollLoop`); the others are polled each in a task of its own.
+    var readsWithoutWaiting: Bool { get }
+}
+
+extension Sensor {
+    public var readsWithoutWaiting: Bool { false }
 }
 
 public enum SensorError: Error, Sendable, Hashable, CustomStringConvertible {

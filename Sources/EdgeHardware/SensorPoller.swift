@@ -71,21 +71,14 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
 
     public struct Iterator: AsyncIteratorProtocol {
         private let poller: SensorPoller
-        private var pipelines: [Quantity: ValuePipeline]
+        private var schedule: SensorSchedule<C.Instant>
         private var pending: [SensorEvent] = []
-        /// Where the pipelines' time starts.
-        private let origin: C.Instant
-        /// When the next read is due: the first at once.
-        private var due: C.Instant
-        private var failures = 0
-        /// The error of the latest failed read while failing, so that a different one is reported.
-        private var lastError: SensorError?
 
         init(poller: SensorPoller) {
             self.poller = poller
-            self.pipelines = poller.pipelines
-            self.origin = poller.clock.now
-            self.due = origin.advanced(by: poller.phase)
+            self.schedule = SensorSchedule(
+                interval: poller.interval, backoff: poller.backoff, pipelines: poller.pipelines, start: poller.clock.now,
+                phase: poller.phase)
         }
 
         public mutating func next() async -> SensorEvent? {
@@ -94,9 +87,9 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
                 if !pending.isEmpty { return pending.removeFirst() }
                 do {
                     if let scheduler = poller.scheduler {
-                        try await scheduler.sleep(until: due)
+                        try await scheduler.sleep(until: schedule.due)
                     } else {
-                        try await poller.clock.sleep(until: due, tolerance: nil)
+                        try await poller.clock.sleep(until: schedule.due, tolerance: nil)
                     }
                 } catch { return nil }
                 await poll()
@@ -111,47 +104,11 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
                 result = .failure(error)
             }
             let now = poller.clock.now
-            switch result.flatMap(complete) {
-            case .success(let measurements):
-                if failures > 0 {
-                    pending.append(.recovered(failedAttempts: failures))
-                    failures = 0
-                    lastError = nil
-                    poller.health.status.withLock { $0 = .ok }
-                }
-                let time = origin.duration(to: now)
-                for measurement in measurements {
-                    if let value = pipelines[measurement.quantity]?.process(measurement.value, at: time) {
-                        pending.append(.value(measurement.quantity, value))
-                    }
-                }
-                let next = due.advanced(by: poller.interval)
-                self.due = next < now ? now : next
-            case .failure(let error):
-                failures += 1
-                // A chip that stopped answering and then answers as another part fails for a new reason: the old
-                // one would be stale.
-                if error != lastError { pending.append(.failed(error)) }
-                lastError = error
-                poller.health.status.withLock { [failures] status in
-                    if case .failing(let since, _, _) = status {
-                        status = .failing(since: since, error: error, attempts: failures)
-                    } else {
-                        status = .failing(since: now, error: error, attempts: failures)
-                    }
-                }
-                self.due = now.advanced(by: poller.backoff.delay(afterFailures: failures))
-            }
-        }
-
-        /// The measurements, or an error when one of the quantities to publish is missing.
-        private func complete(_ measurements: [Measurement]) -> Result<[Measurement], SensorError> {
-            for quantity in Quantity.allCases where pipelines[quantity] != nil {
-                if !measurements.contains(where: { $0.quantity == quantity }) {
-                    return .failure(.invalidReading("\(poller.sensor.label) returned no \(quantity.rawValue)"))
-                }
-            }
-            return .success(measurements)
+            var events: [SensorEvent] = []
+            schedule.complete(result, of: poller.sensor, at: now) { events.append($0) }
+            pending += events
+            let status = schedule.status(at: now)
+            poller.health.status.withLock { $0 = status }
         }
     }
 
@@ -163,6 +120,89 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
 extension SensorPoller where C == ContinuousClock {
     public init(sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline]) {
         self.init(sensor: sensor, interval: interval, backoff: backoff, pipelines: pipelines, clock: ContinuousClock())
+    }
+}
+
+/// What a poller keeps of one sensor between its reads: its pipelines, when its next read is due and how it has been
+/// failing. A value type without locks, so that one task can keep the state of a thousand sensors in an array
+/// (`SensorPollLoop`) as cheaply as a `SensorPoller` keeps its one.
+///
+/// Reads are due at `start` plus `phase` and then every `interval`. A read that comes due while the previous one was
+/// still running runs as soon as it can and the schedule continues from there; missed reads are not made up. A failed
+/// read is retried after `backoff.delay(afterFailures:)` and the regular schedule resumes from the first read that
+/// succeeds again.
+package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    package let interval: Duration
+    package let backoff: Backoff
+    /// In `Quantity.allCases` order; an array, not a dictionary: a sensor has one to three.
+    private var pipelines: [(quantity: Quantity, pipeline: ValuePipeline)]
+    /// Where the pipelines' time starts.
+    private let origin: Instant
+    /// When the next read is due.
+    package private(set) var due: Instant
+    /// Failed reads in a row, and when the first of them failed.
+    private var failures = 0
+    private var failingSince: Instant?
+    /// The error of the latest failed read while failing, so that a different one is reported.
+    private var lastError: SensorError?
+
+    /// Needs an `interval` above zero and a `phase` of zero or more.
+    package init(interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], start: Instant, phase: Duration) {
+        precondition(interval > .zero, "poll interval must be positive")
+        precondition(phase >= .zero, "poll phase must not be negative")
+        self.interval = interval
+        self.backoff = backoff
+        self.pipelines = Quantity.allCases.compactMap { quantity in pipelines[quantity].map { (quantity, $0) } }
+        self.origin = start
+        self.due = start.advanced(by: phase)
+    }
+
+    /// Takes the result of a read that ended at `now`: hands the events it makes to `deliver` (a recovery, the values
+    /// that come out of the pipelines, in the sensor's order, or a failure) and sets when the next read is due.
+    package mutating func complete(
+        _ result: Result<[Measurement], SensorError>, of sensor: any Sensor, at now: Instant,
+        deliver: (SensorEvent) -> Void
+    ) {
+        switch result.flatMap({ complete($0, of: sensor) }) {
+        case .success(let measurements):
+            if failures > 0 {
+                deliver(.recovered(failedAttempts: failures))
+                failures = 0
+                failingSince = nil
+                lastError = nil
+            }
+            let time = origin.duration(to: now)
+            for measurement in measurements {
+                guard let index = pipelines.firstIndex(where: { $0.quantity == measurement.quantity }),
+                    let value = pipelines[index].pipeline.process(measurement.value, at: time)
+                else { continue }
+                deliver(.value(measurement.quantity, value))
+            }
+            let next = due.advanced(by: interval)
+            due = next < now ? now : next
+        case .failure(let error):
+            failures += 1
+            if failingSince == nil { failingSince = now }
+            // A chip that stopped answering and then answers as another part fails for a new reason: the old
+            // one would be stale.
+            if error != lastError { deliver(.failed(error)) }
+            lastError = error
+            due = now.advanced(by: backoff.delay(afterFailures: failures))
+        }
+    }
+
+    /// Whether the sensor answers, and if not since when and how often it failed in a row.
+    package func status(at now: Instant) -> SensorStatus<Instant> {
+        guard failures > 0, let lastError else { return .ok }
+        return .failing(since: failingSince ?? now, error: lastError, attempts: failures)
+    }
+
+    /// The measurements, or an error when one of the quantities to publish is missing.
+    private func complete(_ measurements: [Measurement], of sensor: any Sensor) -> Result<[Measurement], SensorError> {
+        for (quantity, _) in pipelines where !measurements.contains(where: { $0.quantity == quantity }) {
+            return .failure(.invalidReading("\(sensor.label) returned no \(quantity.rawValue)"))
+        }
+        return .success(measurements)
     }
 }
 

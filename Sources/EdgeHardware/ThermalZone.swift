@@ -27,6 +27,8 @@ public struct ThermalZone: Sensor {
 
     public var quantities: [Quantity] { [.temperature] }
 
+    public var readsWithoutWaiting: Bool { true }
+
     /// Reads on the calling thread: the kernel answers a thermal zone's `temp` from the driver's last conversion or
     /// a register read, in microseconds, so a hop to another thread would cost more than the read.
     public func read() async throws(SensorError) -> [Measurement] {

@@ -204,6 +204,41 @@ import Testing
         await watcher.stop()
     }
 
+    /// One stream for many points (the IoSource controller's): every Associate that concerns one of them, in order,
+    /// with the state it left, not only the state at the time the consumer looks (a disassociation followed at once by
+    /// an association is two states); points it was not asked for stay out; the manager's stop ends it.
+    @Test func observeIoStatesDeliversEveryAssociateOfItsPointsInOrder() async throws {
+        let sources = [IoSource(name: "s1", valueType: "t"), IoSource(name: "s2", valueType: "t"), IoSource(name: "s3", valueType: "t")]
+        let agent = manager("agent", nodes: [IoNodeDefinition(contextName: "ctx", ioSources: sources)])
+        let router = manager("router")
+        #expect(throws: CoatyError.self) { try agent.observeIoStates(of: [sources[0].objectId, "no such point"]) }
+        let states = Recorder(try agent.observeIoStates(of: [sources[0].objectId, sources[1].objectId]))
+        try await online(router)
+        try await online(agent)
+        func associate(_ source: IoSource, _ isAssociated: Bool) async throws {
+            try await router.publishAssociate(AssociateEvent(
+                ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: "actor",
+                associatingRoute: isAssociated ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId) : nil,
+                updateRate: nil))
+        }
+        try await associate(sources[0], true)
+        try await associate(sources[2], true)
+        try await associate(sources[0], false)
+        try await associate(sources[0], true)
+        try await associate(sources[1], true)
+        let name = { (id: String) in sources.first { $0.objectId == id }?.name ?? id }
+        let received = try await states.wait(count: 6)
+        #expect(received.map { "\(name($0.pointId)) \($0.state.hasAssociations)" } == [
+            "s1 false", "s2 false", "s1 true", "s1 false", "s1 true", "s2 true",
+        ])
+        await agent.stop()
+        try await states.waitFinished()
+        #expect(states.elements.dropFirst(6).map { "\(name($0.pointId)) \($0.state.hasAssociations)" }.sorted() == [
+            "s1 false", "s2 false",
+        ])
+        await router.stop()
+    }
+
     @Test func malformedMessagesAreCountedNotFatal() async throws {
         let agent = manager("agent")
         try await online(agent)

@@ -1,0 +1,119 @@
+import Synchronization
+import Testing
+
+@testable import EdgeHardware
+
+/// A sensor that always answers `value` and records when it was read.
+private final class SteadySensor: Sensor {
+    let label: String
+    let quantities: [Quantity] = [.temperature]
+    let value: Double
+    private let clock: VirtualClock
+    private let reads = Mutex<[Double]>([])
+
+    init(_ value: Double, clock: VirtualClock) {
+        self.label = "steady \(value)"
+        self.value = value
+        self.clock = clock
+    }
+
+    /// When it was read, in seconds.
+    var readTimes: [Double] { reads.withLock { $0 } }
+
+    func read() async throws(SensorError) -> [Measurement] {
+        let offset = clock.now.offset.components
+        reads.withLock { $0.append(Double(offset.seconds) + Double(offset.attoseconds) / 1e18) }
+        return [Measurement(.temperature, value)]
+    }
+}
+
+private struct Delivered: Hashable, CustomStringConvertible {
+    var time: Double
+    var sensor: Int
+    var event: SensorEvent
+
+    var description: String { "\(time) s #\(sensor): \(event)" }
+}
+
+/// Runs the loop in a task of its own until `stop` says so after an event (or a scripted sensor's script ends),
+/// and returns every event with its time and sensor.
+private func run(
+    _ loop: SensorPollLoop<VirtualClock>, stop: @escaping @Sendable (Delivered) -> Bool = { _ in false }
+) async -> [Delivered] {
+    await Task {
+        var delivered: [Delivered] = []
+        await loop.run { sensor, event in
+            let offset = loop.clock.now.offset.components
+            let event = Delivered(time: Double(offset.seconds), sensor: sensor, event: event)
+            delivered.append(event)
+            if stop(event) { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+        return delivered
+    }.value
+}
+
+@Suite struct SensorPollLoopTests {
+    let clock = VirtualClock()
+    let backoff = Backoff(minimum: .seconds(1), maximum: .seconds(8))
+
+    func entry(_ sensor: any Sensor, every interval: Double, phase: Double = 0) -> SensorPollLoop<VirtualClock>.Entry {
+        .init(
+            sensor: sensor, interval: .seconds(interval), backoff: backoff, pipelines: [.temperature: ValuePipeline()],
+            phase: .seconds(phase))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func everySensorIsReadOnItsOwnIntervalAndPhaseAndItsValuesAreItsOwn() async {
+        let sensors = [SteadySensor(1, clock: clock), SteadySensor(2, clock: clock), SteadySensor(3, clock: clock)]
+        let loop = SensorPollLoop(
+            [entry(sensors[0], every: 10), entry(sensors[1], every: 10, phase: 5), entry(sensors[2], every: 3, phase: 1)],
+            clock: clock, coalescing: .zero)
+        let delivered = await run(loop) { $0.time > 30 }
+
+        #expect(sensors[0].readTimes.filter { $0 <= 30 } == [0, 10, 20, 30])
+        #expect(sensors[1].readTimes.filter { $0 <= 30 } == [5, 15, 25])
+        #expect(sensors[2].readTimes.filter { $0 <= 30 } == [1, 4, 7, 10, 13, 16, 19, 22, 25, 28])
+        // Each value reached the caller with the index of the sensor that read it, at the time it was read.
+        for event in delivered {
+            #expect(event.event == .value(.temperature, sensors[event.sensor].value), "\(event)")
+            #expect(sensors[event.sensor].readTimes.contains(event.time), "\(event)")
+        }
+        #expect(delivered.count(where: { $0.time <= 30 }) == 4 + 3 + 10)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aFailingSensorIsReportedAndRetriedWithBackoffWhileTheOthersKeepTheirSchedule() async {
+        let eio = SensorError.io(errno: 5, "/sys/class/thermal/thermal_zone7/temp")
+        let failing = ScriptedSensor(clock: clock, [.fail(eio), .fail(eio), .temperature(20), .temperature(21)])
+        let steady = SteadySensor(5, clock: clock)
+        let loop = SensorPollLoop([entry(failing, every: 10), entry(steady, every: 1)], clock: clock, coalescing: .zero)
+        // The scripted sensor ends the run at its fifth read (23 s).
+        let delivered = await run(loop)
+
+        #expect(failing.readTimes.map(\.offset) == [0, 1, 3, 13, 23].map { Duration.seconds($0) })
+        #expect(delivered.filter { $0.sensor == 0 && $0.time < 23 } == [
+            Delivered(time: 0, sensor: 0, event: .failed(eio)),
+            Delivered(time: 3, sensor: 0, event: .recovered(failedAttempts: 2)),
+            Delivered(time: 3, sensor: 0, event: .value(.temperature, 20)),
+            Delivered(time: 13, sensor: 0, event: .value(.temperature, 21)),
+        ])
+        // Read every second throughout, while the other one failed and was retried.
+        #expect(steady.readTimes.filter { $0 <= 22 } == (0...22).map(Double.init))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aSlowReadIsNotMadeUpAndTheScheduleContinuesFromIt() async {
+        // Its read takes 25 s of clock time: two polls come due meanwhile, and one read makes up for both.
+        let slow = ScriptedSensor(clock: clock, [.slow(.seconds(25), [Measurement(.temperature, 20)]), .temperature(21)])
+        let loop = SensorPollLoop([entry(slow, every: 10)], clock: clock, coalescing: .zero)
+        let delivered = await run(loop)
+        #expect(slow.readTimes.map(\.offset) == [0, 25, 35].map { Duration.seconds($0) })
+        #expect(delivered.filter { $0.time < 35 }.map(\.event) == [.value(.temperature, 20), .value(.temperature, 21)])
+    }
+
+    @Test func onlySensorsWhoseReadsNeverWaitShareTheLoop() {
+        #expect(ThermalZone(zone: 0, sysfsRoot: "/nonexistent").readsWithoutWaiting)
+        #expect(!DS18B20(deviceId: "28-000000000001", sysfsRoot: "/nonexistent").readsWithoutWaiting)
+        #expect(!ScriptedSensor(clock: clock, []).readsWithoutWaiting)
+    }
+}
