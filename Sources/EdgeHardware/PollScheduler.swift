@@ -50,7 +50,7 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
                 let resumeNow: Bool? = state.withLock { state in
                     if state.cancelledBeforeQueued.remove(id) != nil { return false }
                     if case .stopped = state.timer { return true }
-                    state.queue.insert(Waiter(deadline: deadline, id: id, continuation: continuation))
+                    state.queue.insert(Waiter(id: id, continuation: continuation), dueAt: deadline)
                     if case .idle(let timer) = state.timer {
                         state.timer = .busy
                         timer.resume()
@@ -61,7 +61,7 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
             }
         } onCancel: {
             let waiter: Waiter? = state.withLock { state in
-                if let waiter = state.queue.remove(id: id) { return waiter }
+                if let waiter = state.queue.remove(where: { $0.id == id }) { return waiter }
                 state.cancelledBeforeQueued.insert(id)
                 return nil
             }
@@ -115,7 +115,10 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
             do { try await clock.sleep(until: next, tolerance: nil) } catch { return }
             let due: [Waiter] = state.withLock { state in
                 state.timer = .busy
-                return state.queue.removeAll(through: clock.now.advanced(by: coalescing))
+                let limit = clock.now.advanced(by: coalescing)
+                var due: [Waiter] = []
+                while let waiter = state.queue.popEarliest(through: limit) { due.append(waiter) }
+                return due
             }
             for waiter in due { waiter.continuation.resume(returning: true) }
         }
@@ -132,7 +135,6 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
     }
 
     private struct Waiter {
-        var deadline: C.Instant
         var id: UInt64
         var continuation: CheckedContinuation<Bool, Never>
     }
@@ -148,79 +150,10 @@ public final class PollScheduler<C: Clock>: Sendable where C.Duration == Duratio
     }
 
     private struct State {
-        var queue = DeadlineQueue()
+        var queue = DeadlineHeap<C.Instant, Waiter>()
         var timer = Timer.busy
         var nextId: UInt64 = 0
         /// Waiters cancelled before they were queued: they are not queued then.
         var cancelledBeforeQueued: Set<UInt64> = []
-    }
-
-    /// The waiters as a binary min-heap by deadline.
-    private struct DeadlineQueue {
-        private var heap: [Waiter] = []
-
-        var isEmpty: Bool { heap.isEmpty }
-        var count: Int { heap.count }
-        var earliest: C.Instant? { heap.first?.deadline }
-
-        mutating func insert(_ waiter: Waiter) {
-            heap.append(waiter)
-            siftUp(heap.count - 1)
-        }
-
-        /// The waiters due at `limit` or earlier, earliest first.
-        mutating func removeAll(through limit: C.Instant) -> [Waiter] {
-            var due: [Waiter] = []
-            while let first = heap.first, first.deadline <= limit {
-                due.append(first)
-                remove(at: 0)
-            }
-            return due
-        }
-
-        mutating func removeAll() -> [Waiter] {
-            defer { heap.removeAll() }
-            return heap
-        }
-
-        /// Linear: only a cancelled waiter leaves this way.
-        mutating func remove(id: UInt64) -> Waiter? {
-            guard let index = heap.firstIndex(where: { $0.id == id }) else { return nil }
-            let waiter = heap[index]
-            remove(at: index)
-            return waiter
-        }
-
-        private mutating func remove(at index: Int) {
-            let last = heap.removeLast()
-            guard index < heap.count else { return }
-            heap[index] = last
-            siftDown(index)
-            siftUp(index)
-        }
-
-        private mutating func siftUp(_ start: Int) {
-            var child = start
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard heap[child].deadline < heap[parent].deadline else { return }
-                heap.swapAt(child, parent)
-                child = parent
-            }
-        }
-
-        private mutating func siftDown(_ start: Int) {
-            var parent = start
-            while true {
-                var smallest = parent
-                let left = 2 * parent + 1
-                let right = left + 1
-                if left < heap.count && heap[left].deadline < heap[smallest].deadline { smallest = left }
-                if right < heap.count && heap[right].deadline < heap[smallest].deadline { smallest = right }
-                guard smallest != parent else { return }
-                heap.swapAt(parent, smallest)
-                parent = smallest
-            }
-        }
     }
 }

@@ -56,7 +56,9 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
                 interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines, start: start,
                 phase: entry.phase)
         }
-        var queue = DueQueue(schedules.indices.map { (schedules[$0].due, $0) })
+        var queue = DeadlineHeap<C.Instant, Int>()
+        queue.reserveCapacity(schedules.count)
+        for index in schedules.indices { queue.insert(index, dueAt: schedules[index].due) }
         var due: [Int] = []
         while !Task.isCancelled {
             guard let earliest = queue.earliest else { return }
@@ -80,52 +82,8 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
                     result = .failure(error)
                 }
                 schedules[index].complete(result, of: sensor, at: clock.now) { deliver(index, $0) }
-                queue.insert(schedules[index].due, index)
+                queue.insert(index, dueAt: schedules[index].due)
             }
-        }
-    }
-
-    /// The sensors by when their next read is due, as a binary min-heap of indices.
-    private struct DueQueue {
-        private var heap: [(due: C.Instant, index: Int)] = []
-
-        init(_ elements: [(C.Instant, Int)]) {
-            heap.reserveCapacity(elements.count)
-            for (due, index) in elements { insert(due, index) }
-        }
-
-        var earliest: C.Instant? { heap.first?.due }
-
-        mutating func insert(_ due: C.Instant, _ index: Int) {
-            heap.append((due, index))
-            var child = heap.count - 1
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard heap[child].due < heap[parent].due else { return }
-                heap.swapAt(child, parent)
-                child = parent
-            }
-        }
-
-        /// The sensor due earliest if it is due at `limit` or earlier, taken out of the queue.
-        mutating func popEarliest(through limit: C.Instant) -> Int? {
-            guard let first = heap.first, first.due <= limit else { return nil }
-            let last = heap.removeLast()
-            if !heap.isEmpty {
-                heap[0] = last
-                var parent = 0
-                while true {
-                    var smallest = parent
-                    let left = 2 * parent + 1
-                    let right = left + 1
-                    if left < heap.count && heap[left].due < heap[smallest].due { smallest = left }
-                    if right < heap.count && heap[right].due < heap[smallest].due { smallest = right }
-                    guard smallest != parent else { break }
-                    heap.swapAt(parent, smallest)
-                    parent = smallest
-                }
-            }
-            return first.index
         }
     }
 }
