@@ -42,7 +42,8 @@ public final class IoRouter: Controller {
         /// The data of a shared object the rules read; nil once it was deleted.
         case sharedData(name: String, data: JSONObject?)
         /// Back online: the nodes managed until now are alive only if managed again (resolved or advertised)
-        /// before the census ends; an agent that reconnects after the router misses its Discover but advertises.
+        /// before the census ends; an agent that reconnects after the router misses its Discover but advertises, and
+        /// one that misses the Discover or answers late is asked again (`IoRouter.censusRounds`).
         case censusStarted
         case censusEnded
         /// `onStopping` waits in `Shared.stopWaiters`.
@@ -55,6 +56,8 @@ public final class IoRouter: Controller {
         var evaluation: IoRouterEvaluation
         /// New nodes (or versions of nodes) refused for the `nodeLimit`.
         var refusedNodeCount = 0
+        /// During a census: the nodes managed when it started, and those managed again since.
+        var census: (before: Set<String>, alive: Set<String>)?
         var triggers: ObservationStream<Trigger>.Continuation?
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -67,6 +70,14 @@ public final class IoRouter: Controller {
     /// points in one context (about 3 MiB of nodes), four times over.
     public static let defaultNodeLimit = RetentionLimit(maximumCount: 4096, maximumBytes: 16 * 1024 * 1024)
 
+    /// How many Discovers a census sends at most: the first waits `censusTimeout`, each further one (sent only while
+    /// nodes managed before have not been heard of) twice as long as the one before, and the answers to every one of
+    /// them count until the census ends. A node whose agent is online but missed a Discover (QoS 0: a broker drops
+    /// what it cannot pass on to a client that falls behind, such as an actor flooded by a source's offline queue) or
+    /// answered it late (a loaded machine) would otherwise be dropped, and its associations with it, for good: the
+    /// agent advertised itself when it reconnected and does not again.
+    public static let censusRounds = 3
+
     /// How long the evaluation works before it looks at new events again.
     static let evaluationSlice = Duration.milliseconds(10)
 
@@ -74,7 +85,8 @@ public final class IoRouter: Controller {
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
     ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
     ///   - censusTimeout: after a reconnect, nodes that neither answer a Discover nor are advertised again within
-    ///     this time are dropped, since their agents' wills may have gone out while the router was offline.
+    ///     this time are asked again (see `censusRounds`: 3 + 6 + 12 s by default) and then dropped, since their
+    ///     agents' wills may have gone out while the router was offline.
     ///   - nodeLimit: how many IO nodes (and bytes of them, as JSON) the router manages; a new node past it is
     ///     refused, counted in `coaty_edge_retention_refused_total{store="IO router <context>"}` and logged.
     public init(
@@ -143,15 +155,14 @@ public final class IoRouter: Controller {
                 }
             }
             group.addTask {
+                // A reconnect during a census starts it afresh: the nodes are asked on the new connection at once.
+                var census: Task<Void, Never>?
                 for await state in manager.communicationStates() where state == .online {
-                    input.yield(.censusStarted)
-                    for await resolve in manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
-                        guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
-                        else { continue }
-                        input.yield(.managed(node))
-                    }
-                    input.yield(.censusEnded)
+                    census?.cancel()
+                    await census?.value
+                    census = Task { await self.takeCensus(of: contextName, manager: manager, into: input) }
                 }
+                census?.cancel()
             }
             var evaluation = Evaluation(
                 manager: manager, logger: logger, router: self,
@@ -173,6 +184,39 @@ public final class IoRouter: Controller {
             return shared.stopWaiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of, at
+    /// most `censusRounds` times; the answers to all of them are taken until the census ends. A census cancelled for
+    /// a newer one ends without dropping anything.
+    private func takeCensus(of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation) async {
+        input.yield(.censusStarted)
+        await withTaskGroup(of: Void.self) { group in
+            var wait = censusTimeout
+            for round in 1...Self.censusRounds {
+                let answers = manager.publishDiscover(.coreTypes([.ioNode]))
+                group.addTask {
+                    for await resolve in answers {
+                        guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
+                        else { continue }
+                        input.yield(.managed(node))
+                    }
+                }
+                guard (try? await Task.sleep(for: wait)) != nil else { break }
+                // Until the evaluation has taken the census's start, every node counts as not heard of; one that was
+                // deadvertised meanwhile is not waited for.
+                let isComplete = shared.withLock { shared in
+                    shared.census.map { census in
+                        census.before.subtracting(census.alive).allSatisfy { !shared.evaluation.isManaged($0) }
+                    } ?? false
+                }
+                if isComplete || round == Self.censusRounds { break }
+                wait *= 2
+            }
+            group.cancelAll()
+        }
+        guard !Task.isCancelled else { return }
+        input.yield(.censusEnded)
     }
 
     /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data
@@ -240,8 +284,6 @@ public final class IoRouter: Controller {
         /// The bytes of each managed node as JSON, and their sum, for the router's `nodeLimit`.
         var nodeSizes: [String: Int] = [:]
         var nodeBytes = 0
-        /// During a census: the nodes managed when it started, and those managed again since.
-        var census: (before: Set<String>, alive: Set<String>)?
         /// Accepted context Updates, completed once the Associates of their change are out.
         var pendingCompletions: [(request: UpdateRequest, context: IoContext)] = []
         /// Matched pairs refused for the evaluation's `maximumMatches` that were counted and logged.
@@ -285,7 +327,7 @@ public final class IoRouter: Controller {
         mutating func handle(_ trigger: Trigger) async -> Bool {
             switch trigger {
             case .managed(let node):
-                census?.alive.insert(node.objectId)
+                router.shared.withLock { _ = $0.census?.alive.insert(node.objectId) }
                 let (sources, actors) = (node.ioSources, node.ioActors)
                 if sources.isEmpty && actors.isEmpty {
                     unmanage([node.objectId])
@@ -295,10 +337,12 @@ public final class IoRouter: Controller {
             case .deadvertised(let objectIds):
                 unmanage(objectIds)
             case .censusStarted:
-                census = (Set(router.managedNodeIds), [])
+                router.shared.withLock { $0.census = (Set($0.evaluation.managedNodeIds), []) }
             case .censusEnded:
-                guard let (before, alive) = census else { return true }
-                census = nil
+                guard let (before, alive) = router.shared.withLock({ shared in
+                    defer { shared.census = nil }
+                    return shared.census
+                }) else { return true }
                 unmanage(Array(before.subtracting(alive)))
             case .update(let request):
                 await handleUpdate(request)

@@ -140,7 +140,8 @@ import Testing
         try await poll { broker.logText.components(separatedBy: discover).count - 1 == 6 }
         let lateAgain = try await advertise(late, lateNode)
 
-        try await poll(within: .seconds(20)) { router.associations.map(\.sourceName) == ["late source"] }
+        // The router asks twice more for the node it has not heard of (after 3 s and 6 s more) before it drops it.
+        try await poll(within: .seconds(45)) { router.associations.map(\.sourceName) == ["late source"] }
         #expect(router.managedNodeIds == [lateNode.objectId])
         let left = { (changes: [PresenceChange]) in
             changes.compactMap { change -> String? in if case .left(let agent) = change { agent.name } else { nil } }
