@@ -9,7 +9,9 @@
 # latest value on each new Associate), received, lost (publications never received), duplicated (a value received
 # again, other than such a re-send right after the value itself), out of order (below an earlier value of its zone),
 # the resume time (broker accepting TCP connections again to the next value at the actor: median and worst), and the
-# CPU time each agent spent while the broker was away for LONG seconds (the cost of its connection attempts).
+# CPU time each agent spent while the broker was away for LONG seconds (the cost of its connection attempts). When no
+# value reaches the actor after an outage, it prints the router's associations and keeps the agents' logs and the
+# source's metrics in a folder next to the scratch folder (the path is printed).
 # With --resume-only it measures the resume time alone, with the default configuration: SIGKILL outages only (20 of
 # DOWN seconds, and one of LONG seconds only if --long is given), each round printed, then median, worst and best.
 #
@@ -32,7 +34,7 @@ while (($#)); do
         --only) only=$2; shift 2 ;;
         --down) down=$2; shift 2 ;;
         --long) long=$2; shift 2 ;;
-        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -102,7 +104,7 @@ measure() { # $1: label, $2: extra members of "communication"
     [[ $long =~ ^0*(\.0*)?$ ]] || outages+=", one SIGKILL outage of $long s"
     echo "== $1${reconnect:+ (reconnect $reconnect)}: $outages; $(nproc) CPUs"
     python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" "$mode" <<'PY'
-import collections, os, re, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
+import collections, os, re, shutil, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
 bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag, mode = sys.argv[1:]
 port, metrics_port, kills, terms = int(port), int(metrics_port), int(kills), int(terms)
@@ -146,12 +148,15 @@ lock = threading.Condition()
 pattern = re.compile(r" received (-?[0-9.e+-]+)")
 
 actor_lines = collections.deque(maxlen=10)  # the actor's last lines other than values, for a failure report
+actor_log = open(f"{work}/actor.log", "w")  # the same lines, stamped, kept for a failure report
 
 def read_actor(stream):
     for line in stream:
         match = pattern.search(line)
         if not match:
             actor_lines.append(line)
+            actor_log.write(f"{time.time():.3f} {line}")
+            actor_log.flush()
         if match:
             millidegrees = round(float(match.group(1)) * 1000)
             with lock:
@@ -176,6 +181,21 @@ def report_agents(why):
                 print(f"    {name}: {line.rstrip()[:200]}")
     for line in list(actor_lines)[-6:]:
         print(f"    actor: {line.rstrip()[:200]}")
+    # What the router has associated now, and everything the agents logged and the source counted, kept.
+    try:
+        show = subprocess.run([bin, "rules", "show", "--broker", f"mqtt://127.0.0.1:{port}", "--json"], capture_output=True,
+                              text=True, timeout=60)
+        print(f"    rules show: {show.stdout.strip()[:600] or show.stderr.strip()[:300]}")
+        kept = f"{work}.failure-{time.strftime('%H%M%S')}"
+        os.makedirs(kept)
+        for name in ["source", "router", "actor"]:
+            shutil.copy(f"{work}/{name}.log", kept)
+        with open(f"{kept}/source-metrics.txt", "w") as metrics:
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
+                metrics.write(response.read().decode())
+        print(f"    logs kept in {kept}", flush=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        print(f"    cannot keep the evidence: {error}", flush=True)
 
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as stat:
