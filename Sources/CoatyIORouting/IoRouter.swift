@@ -73,9 +73,9 @@ public final class IoRouter: Controller {
     /// How many Discovers a census sends at most: the first waits `censusTimeout`, each further one (sent only while
     /// nodes managed before have not been heard of) twice as long as the one before, and the answers to every one of
     /// them count until the census ends. A node whose agent is online but missed a Discover (QoS 0: a broker drops
-    /// what it cannot pass on to a client that falls behind, such as an actor flooded by a source's offline queue) or
-    /// answered it late (a loaded machine) would otherwise be dropped, and its associations with it, for good: the
-    /// agent advertised itself when it reconnected and does not again.
+    /// what it cannot queue for a client that falls far behind) or answered it late (a loaded machine, a stalled
+    /// process) would otherwise be dropped, and its associations with it, for good: the agent advertised itself when
+    /// it reconnected, unheard if the router was not back yet, and does not again.
     public static let censusRounds = 3
 
     /// How long the evaluation works before it looks at new events again.
