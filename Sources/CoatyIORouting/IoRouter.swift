@@ -76,7 +76,7 @@ public final class IoRouter: Controller {
     /// what it cannot queue for a client that falls far behind) or answered it late (a loaded machine, a stalled
     /// process) would otherwise be dropped, and its associations with it, for good: the agent advertised itself when
     /// it reconnected, unheard if the router was not back yet, and does not again.
-    public static let censusRounds = 3
+    static let censusRounds = 3
 
     /// How long the evaluation works before it looks at new events again.
     static let evaluationSlice = Duration.milliseconds(10)
@@ -189,7 +189,9 @@ public final class IoRouter: Controller {
     /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of, at
     /// most `censusRounds` times; the answers to all of them are taken until the census ends. A census cancelled for
     /// a newer one ends without dropping anything.
-    private func takeCensus(of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation) async {
+    private func takeCensus(
+        of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation
+    ) async {
         input.yield(.censusStarted)
         await withTaskGroup(of: Void.self) { group in
             var wait = censusTimeout
@@ -197,7 +199,8 @@ public final class IoRouter: Controller {
                 let answers = manager.publishDiscover(.coreTypes([.ioNode]))
                 group.addTask {
                     for await resolve in answers {
-                        guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
+                        guard let object = resolve.event.object, let node = try? IoNode(object),
+                            node.contextName == contextName
                         else { continue }
                         input.yield(.managed(node))
                     }
