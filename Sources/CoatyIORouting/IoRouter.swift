@@ -43,7 +43,7 @@ public final class IoRouter: Controller {
         case sharedData(name: String, data: JSONObject?)
         /// Back online: the nodes managed until now are alive only if managed again (resolved or advertised)
         /// before the census ends; an agent that reconnects after the router misses its Discover but advertises, and
-        /// one that misses the Discover or answers late is asked again (`IoRouter.censusRounds`).
+        /// one that misses the Discover or answers late is asked again (`CensusRounds`).
         case censusStarted
         case censusEnded
         /// `onStopping` waits in `Shared.stopWaiters`.
@@ -70,14 +70,6 @@ public final class IoRouter: Controller {
     /// points in one context (about 3 MiB of nodes), four times over.
     public static let defaultNodeLimit = RetentionLimit(maximumCount: 4096, maximumBytes: 16 * 1024 * 1024)
 
-    /// How many Discovers a census sends at most: the first waits `censusTimeout`, each further one (sent only while
-    /// nodes managed before have not been heard of) twice as long as the one before, and the answers to every one of
-    /// them count until the census ends. A node whose agent is online but missed a Discover (QoS 0: a broker drops
-    /// what it cannot queue for a client that falls far behind) or answered it late (a loaded machine, a stalled
-    /// process) would otherwise be dropped, and its associations with it, for good: the agent advertised itself when
-    /// it reconnected, unheard if the router was not back yet, and does not again.
-    static let censusRounds = 3
-
     /// How long the evaluation works before it looks at new events again.
     static let evaluationSlice = Duration.milliseconds(10)
 
@@ -85,7 +77,7 @@ public final class IoRouter: Controller {
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
     ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
     ///   - censusTimeout: after a reconnect, nodes that neither answer a Discover nor are advertised again within
-    ///     this time are asked again (see `censusRounds`: 3 + 6 + 12 s by default) and then dropped, since their
+    ///     this time are asked again (see `CensusRounds`: 3 + 6 + 12 s by default) and then dropped, since their
     ///     agents' wills may have gone out while the router was offline.
     ///   - nodeLimit: how many IO nodes (and bytes of them, as JSON) the router manages; a new node past it is
     ///     refused, counted in `coaty_edge_retention_refused_total{store="IO router <context>"}` and logged.
@@ -186,40 +178,30 @@ public final class IoRouter: Controller {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of, at
-    /// most `censusRounds` times; the answers to all of them are taken until the census ends. A census cancelled for
-    /// a newer one ends without dropping anything.
+    /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of (see
+    /// `CensusRounds`); the answers to all Discovers are taken until the census ends. A census cancelled for a newer
+    /// one ends without dropping anything.
     private func takeCensus(
         of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation
     ) async {
         input.yield(.censusStarted)
-        await withTaskGroup(of: Void.self) { group in
-            var wait = censusTimeout
-            for round in 1...Self.censusRounds {
-                let answers = manager.publishDiscover(.coreTypes([.ioNode]))
-                group.addTask {
-                    for await resolve in answers {
-                        guard let object = resolve.event.object, let node = try? IoNode(object),
-                            node.contextName == contextName
-                        else { continue }
-                        input.yield(.managed(node))
-                    }
-                }
-                guard (try? await Task.sleep(for: wait)) != nil else { break }
-                // Until the evaluation has taken the census's start, every node counts as not heard of; one that was
-                // deadvertised meanwhile is not waited for.
-                let isComplete = shared.withLock { shared in
-                    shared.census.map { census in
-                        census.before.subtracting(census.alive).allSatisfy { !shared.evaluation.isManaged($0) }
-                    } ?? false
-                }
-                if isComplete || round == Self.censusRounds { break }
-                wait *= 2
+        let isComplete: @Sendable () -> Bool = { [self] in
+            // Until the evaluation has taken the census's start, every node counts as not heard of; one that was
+            // deadvertised meanwhile is not waited for.
+            self.shared.withLock { shared in
+                shared.census.map { census in
+                    census.before.subtracting(census.alive).allSatisfy { !shared.evaluation.isManaged($0) }
+                } ?? false
             }
-            group.cancelAll()
         }
-        guard !Task.isCancelled else { return }
-        input.yield(.censusEnded)
+        let isFinished = await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete) {
+            for await resolve in manager.publishDiscover(.coreTypes([.ioNode])) {
+                guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
+                else { continue }
+                input.yield(.managed(node))
+            }
+        }
+        if isFinished { input.yield(.censusEnded) }
     }
 
     /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data

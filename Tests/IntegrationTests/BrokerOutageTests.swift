@@ -146,7 +146,8 @@ import Testing
         let left = { (changes: [PresenceChange]) in
             changes.compactMap { change -> String? in if case .left(let agent) = change { agent.name } else { nil } }
         }
-        _ = try await presence.wait { left($0).contains("gone") }
+        // Presence, too, asks twice more before it takes an agent as gone.
+        _ = try await presence.wait(within: .seconds(45)) { left($0).contains("gone") }
         try await brokerSync(container.communicationManager)
         #expect(container.presence.agents.map(\.name) == ["late", "router"])
         // mosquitto publishes every client's will when it shuts down, so the router saw itself leave and rejoin.
