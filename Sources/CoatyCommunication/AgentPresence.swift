@@ -123,7 +123,7 @@ public final class AgentPresence: Sendable {
 
     /// - Parameters:
     ///   - censusTimeout: how long to wait for answers after connecting before agents that did not answer are
-    ///     taken as gone.
+    ///     asked again (see `CensusRounds`: 3 + 6 + 12 s by default) and then taken as gone.
     ///   - limits: how many agents and nodes, and how many bytes of them, it keeps.
     ///   - tracking: whether `run()` tracks at once or from the first use.
     public init(
@@ -211,9 +211,14 @@ public final class AgentPresence: Sendable {
                 }
             }
             group.addTask {
+                // A reconnect during a census starts it afresh: the agents are asked on the new connection at once.
+                var census: Task<Void, Never>?
                 for await communicationState in self.manager.communicationStates() where communicationState == .online {
-                    await self.takeCensus()
+                    census?.cancel()
+                    await census?.value
+                    census = Task { await self.takeCensus() }
                 }
+                census?.cancel()
             }
             // The manager's streams end when it stops; the state stream does not, so end the group then.
             for await operatingState in manager.operatingStates() where operatingState == .stopped {
@@ -223,24 +228,32 @@ public final class AgentPresence: Sendable {
         }
     }
 
-    /// Asks every agent for its identity and nodes; agents known before that neither answer nor advertise their
-    /// identity meanwhile are gone.
+    /// Asks every agent for its identity and nodes, again while agents known before have not been heard of (see
+    /// `CensusRounds`); agents known before that neither answer nor advertise their identity meanwhile are gone.
     private func takeCensus() async {
         let before = state.withLock { state in
             state.seenDuringCensus = []
             return Set(state.agents.keys)
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await resolve in self.manager.publishDiscover(.coreTypes([.identity]), timeout: self.censusTimeout) {
-                    guard let object = resolve.event.object, let identity = try? Identity(object) else { continue }
-                    self.add(identity, namespace: resolve.namespace)
-                }
+        let isComplete: @Sendable () -> Bool = { [self] in
+            // One that deadvertised itself meanwhile is not waited for.
+            self.state.withLock { state in
+                before.subtracting(state.seenDuringCensus ?? []).allSatisfy { state.agents[$0] == nil }
             }
-            group.addTask {
-                for await resolve in self.manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
-                    guard let object = resolve.event.object, let node = try? IoNode(object) else { continue }
-                    self.add(node, of: resolve.sourceId)
+        }
+        let isFinished = await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete) {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await resolve in self.manager.publishDiscover(.coreTypes([.identity])) {
+                        guard let object = resolve.event.object, let identity = try? Identity(object) else { continue }
+                        self.add(identity, namespace: resolve.namespace)
+                    }
+                }
+                group.addTask {
+                    for await resolve in self.manager.publishDiscover(.coreTypes([.ioNode])) {
+                        guard let object = resolve.event.object, let node = try? IoNode(object) else { continue }
+                        self.add(node, of: resolve.sourceId)
+                    }
                 }
             }
         }
@@ -248,7 +261,7 @@ public final class AgentPresence: Sendable {
             defer { state.seenDuringCensus = nil }
             return state.seenDuringCensus ?? []
         }
-        guard !Task.isCancelled, manager.operatingState == .started else { return }
+        guard isFinished, manager.operatingState == .started else { return }
         remove(Array(before.subtracting(seen)))
     }
 

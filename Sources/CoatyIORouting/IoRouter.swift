@@ -47,7 +47,8 @@ public final class IoRouter: Controller {
         /// The data of a shared object the rules read; nil once it was deleted.
         case sharedData(name: String, data: JSONObject?)
         /// Back online: the nodes managed until now are alive only if managed again (resolved or advertised)
-        /// before the census ends; an agent that reconnects after the router misses its Discover but advertises.
+        /// before the census ends; an agent that reconnects after the router misses its Discover but advertises, and
+        /// one that misses the Discover or answers late is asked again (`CensusRounds`).
         case censusStarted
         case censusEnded
         /// `onStopping` waits in `Shared.stopWaiters`.
@@ -60,6 +61,8 @@ public final class IoRouter: Controller {
         var evaluation: IoRouterEvaluation
         /// New nodes (or versions of nodes) refused for the `nodeLimit`.
         var refusedNodeCount = 0
+        /// During a census: the nodes managed when it started, and those managed again since.
+        var census: (before: Set<String>, alive: Set<String>)?
         var triggers: ObservationStream<Trigger>.Continuation?
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -79,7 +82,8 @@ public final class IoRouter: Controller {
     ///   - context: the IO context to route; its `name` is the context name of the nodes.
     ///   - rules: which pairs to associate (`IoAssociationRules.all` routes every compatible pair).
     ///   - censusTimeout: after a reconnect, nodes that neither answer a Discover nor are advertised again within
-    ///     this time are dropped, since their agents' wills may have gone out while the router was offline.
+    ///     this time are asked again (see `CensusRounds`: 3 + 6 + 12 s by default) and then dropped, since their
+    ///     agents' wills may have gone out while the router was offline.
     ///   - nodeLimit: how many IO nodes (and bytes of them, as JSON) the router manages; a new node past it is
     ///     refused, counted in `coaty_edge_retention_refused_total{store="IO router <context>"}` and logged.
     public init(
@@ -150,15 +154,14 @@ public final class IoRouter: Controller {
                 }
             }
             group.addTask {
+                // A reconnect during a census starts it afresh: the nodes are asked on the new connection at once.
+                var census: Task<Void, Never>?
                 for await state in manager.communicationStates() where state == .online {
-                    input.yield(.censusStarted)
-                    for await resolve in manager.publishDiscover(.coreTypes([.ioNode]), timeout: self.censusTimeout) {
-                        guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
-                        else { continue }
-                        input.yield(.managed(node))
-                    }
-                    input.yield(.censusEnded)
+                    census?.cancel()
+                    await census?.value
+                    census = Task { await self.takeCensus(of: contextName, manager: manager, into: input) }
                 }
+                census?.cancel()
             }
             var evaluation = Evaluation(
                 manager: manager, logger: logger, router: self,
@@ -180,6 +183,32 @@ public final class IoRouter: Controller {
             return shared.stopWaiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of (see
+    /// `CensusRounds`); the answers to all Discovers are taken until the census ends. A census cancelled for a newer
+    /// one ends without dropping anything.
+    private func takeCensus(
+        of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation
+    ) async {
+        input.yield(.censusStarted)
+        let isComplete: @Sendable () -> Bool = { [self] in
+            // Until the evaluation has taken the census's start, every node counts as not heard of; one that was
+            // deadvertised meanwhile is not waited for.
+            self.shared.withLock { shared in
+                shared.census.map { census in
+                    census.before.subtracting(census.alive).allSatisfy { !shared.evaluation.isManaged($0) }
+                } ?? false
+            }
+        }
+        let isFinished = await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete) {
+            for await resolve in manager.publishDiscover(.coreTypes([.ioNode])) {
+                guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
+                else { continue }
+                input.yield(.managed(node))
+            }
+        }
+        if isFinished { input.yield(.censusEnded) }
     }
 
     /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data
@@ -249,8 +278,6 @@ public final class IoRouter: Controller {
         /// The bytes of each managed node as JSON, and their sum, for the router's `nodeLimit`.
         var nodeSizes: [String: Int] = [:]
         var nodeBytes = 0
-        /// During a census: the nodes managed when it started, and those managed again since.
-        var census: (before: Set<String>, alive: Set<String>)?
         /// Accepted context Updates, completed once the Associates of their change are out.
         var pendingCompletions: [(request: UpdateRequest, context: IoContext)] = []
         /// Matched pairs refused for the evaluation's `maximumMatches` that were counted and logged.
@@ -294,7 +321,7 @@ public final class IoRouter: Controller {
         mutating func handle(_ trigger: Trigger) async -> Bool {
             switch trigger {
             case .managed(let node):
-                census?.alive.insert(node.objectId)
+                router.shared.withLock { _ = $0.census?.alive.insert(node.objectId) }
                 let (sources, actors) = (node.ioSources, node.ioActors)
                 if sources.isEmpty && actors.isEmpty {
                     unmanage([node.objectId])
@@ -304,10 +331,12 @@ public final class IoRouter: Controller {
             case .deadvertised(let objectIds):
                 unmanage(objectIds)
             case .censusStarted:
-                census = (Set(router.managedNodeIds), [])
+                router.shared.withLock { $0.census = (Set($0.evaluation.managedNodeIds), []) }
             case .censusEnded:
-                guard let (before, alive) = census else { return true }
-                census = nil
+                guard let (before, alive) = router.shared.withLock({ shared in
+                    defer { shared.census = nil }
+                    return shared.census
+                }) else { return true }
                 unmanage(Array(before.subtracting(alive)))
             case .update(let request):
                 await handleUpdate(request)

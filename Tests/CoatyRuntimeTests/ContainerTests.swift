@@ -175,7 +175,8 @@ import Testing
         try await poll { !watcher.communicationManager.communicationState.isOnline }
         await other.shutdown()
         broker.setUp(true)
-        try await poll(within: .seconds(20)) { watcher.presence.agents.map(\.name) == ["watcher"] }
+        // The census asks three times (3 s, then 6 and 12 s more) before it takes an agent as gone.
+        try await poll(within: .seconds(45)) { watcher.presence.agents.map(\.name) == ["watcher"] }
         await watcher.shutdown()
     }
 }

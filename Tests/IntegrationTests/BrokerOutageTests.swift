@@ -140,12 +140,14 @@ import Testing
         try await poll { broker.logText.components(separatedBy: discover).count - 1 == 6 }
         let lateAgain = try await advertise(late, lateNode)
 
-        try await poll(within: .seconds(20)) { router.associations.map(\.sourceName) == ["late source"] }
+        // The router asks twice more for the node it has not heard of (after 3 s and 6 s more) before it drops it.
+        try await poll(within: .seconds(45)) { router.associations.map(\.sourceName) == ["late source"] }
         #expect(router.managedNodeIds == [lateNode.objectId])
         let left = { (changes: [PresenceChange]) in
             changes.compactMap { change -> String? in if case .left(let agent) = change { agent.name } else { nil } }
         }
-        _ = try await presence.wait { left($0).contains("gone") }
+        // Presence, too, asks twice more before it takes an agent as gone.
+        _ = try await presence.wait(within: .seconds(45)) { left($0).contains("gone") }
         try await brokerSync(container.communicationManager)
         #expect(container.presence.agents.map(\.name) == ["late", "router"])
         // mosquitto publishes every client's will when it shuts down, so the router saw itself leave and rejoin.

@@ -8,28 +8,41 @@
 # published (the source's coaty_edge_values_routed_total over the run, which includes the source's re-sends of its
 # latest value on each new Associate), received, lost (publications never received), duplicated (a value received
 # again, other than such a re-send right after the value itself), out of order (below an earlier value of its zone),
-# and the resume time (broker accepting TCP connections again to the next value at the actor: median and worst).
+# the resume time (broker accepting TCP connections again to the next value at the actor: median and worst), and the
+# CPU time each agent spent while the broker was away for LONG seconds (the cost of its connection attempts). When no
+# value reaches the actor after an outage, it prints the router's associations and keeps the agents' logs and the
+# source's metrics in a folder next to the scratch folder (the path is printed).
+# With --resume-only it measures the resume time alone, with the default configuration: SIGKILL outages only (20 of
+# DOWN seconds, and one of LONG seconds only if --long is given), each round printed, then median, worst and best.
 #
-# Usage: Tests/Tools/measure-outage.sh [--short] [--only default|zero-loss] [--kills N] [--terms N] [--down SECONDS]
-#                                      [--long SECONDS]
-#   --short  3 SIGKILL and 2 SIGTERM outages, and a long one of 10 s (about 2 minutes in all)
+# Usage: Tests/Tools/measure-outage.sh [--resume-only] [--short] [--only default|zero-loss] [--kills N] [--terms N]
+#                                      [--down SECONDS] [--long SECONDS] [--reconnect JSON]
+#   --short        3 SIGKILL and 2 SIGTERM outages, and a long one of 10 s (about 2 minutes in all)
+#   --reconnect    the agents' "reconnect" setting, e.g. '{"minDelay": 1, "maxDelay": 30}' (default: their default)
 #   full run (default): 20 SIGKILL, 10 SIGTERM of 2 s, one of 120 s: about 10 minutes
 # Needs mosquitto and python3.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-kills=20 terms=10 down=2 long=120 only=""
+kills=20 terms="" down=2 long="" only="" reconnect="" mode=losses
 while (($#)); do
     case $1 in
+        --resume-only) mode=resume; shift ;;
         --short) kills=3 terms=2 long=10; shift ;;
+        --reconnect) reconnect=$2; shift 2 ;;
         --kills) kills=$2; shift 2 ;;
         --terms) terms=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --down) down=$2; shift 2 ;;
         --long) long=$2; shift 2 ;;
-        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
+if [[ $mode == resume ]]; then
+    terms=${terms:-0} long=${long:-0} only=${only:-default}
+else
+    terms=${terms:-10} long=${long:-120}
+fi
 # shellcheck disable=SC2034  # read by the sourced file
 name=outage
 # shellcheck source=Tests/Tools/measurement-broker.sh
@@ -48,7 +61,8 @@ root_flag=""
 metrics_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 write_configs() { # $1: extra members of "communication"
-    local communication="\"brokerUrl\": \"mqtt://127.0.0.1:$port\"$1" sources="" sensors="" zone id
+    local communication="\"brokerUrl\": \"mqtt://127.0.0.1:$port\"${reconnect:+, \"reconnect\": $reconnect}$1"
+    local sources="" sensors="" zone id
     for zone in 0 1 2 3 4; do
         mkdir -p "$work/sys/class/thermal/thermal_zone$zone"
         printf '%06d\n' $((zone * 30000)) >"$work/sys/class/thermal/thermal_zone$zone/temp"
@@ -86,11 +100,13 @@ JSON
 
 measure() { # $1: label, $2: extra members of "communication"
     write_configs "$2"
-    echo "== $1: $kills SIGKILL and $terms SIGTERM outages of $down s, one SIGKILL outage of $long s; $(nproc) CPUs"
-    python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" <<'PY'
-import collections, os, re, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
+    local outages="$kills SIGKILL and $terms SIGTERM outages of $down s"
+    [[ $long =~ ^0*(\.0*)?$ ]] || outages+=", one SIGKILL outage of $long s"
+    echo "== $1${reconnect:+ (reconnect $reconnect)}: $outages; $(nproc) CPUs"
+    python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" "$mode" <<'PY'
+import collections, os, re, shutil, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
-bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag = sys.argv[1:]
+bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag, mode = sys.argv[1:]
 port, metrics_port, kills, terms = int(port), int(metrics_port), int(kills), int(terms)
 down, long_outage = float(down), float(long_outage)
 flags = [root_flag] if root_flag else []
@@ -132,12 +148,15 @@ lock = threading.Condition()
 pattern = re.compile(r" received (-?[0-9.e+-]+)")
 
 actor_lines = collections.deque(maxlen=10)  # the actor's last lines other than values, for a failure report
+actor_log = open(f"{work}/actor.log", "w")  # the same lines, stamped, kept for a failure report
 
 def read_actor(stream):
     for line in stream:
         match = pattern.search(line)
         if not match:
             actor_lines.append(line)
+            actor_log.write(f"{time.time():.3f} {line}")
+            actor_log.flush()
         if match:
             millidegrees = round(float(match.group(1)) * 1000)
             with lock:
@@ -162,6 +181,26 @@ def report_agents(why):
                 print(f"    {name}: {line.rstrip()[:200]}")
     for line in list(actor_lines)[-6:]:
         print(f"    actor: {line.rstrip()[:200]}")
+    # What the router has associated now, and everything the agents logged and the source counted, kept.
+    try:
+        show = subprocess.run([bin, "rules", "show", "--broker", f"mqtt://127.0.0.1:{port}", "--json"], capture_output=True,
+                              text=True, timeout=60)
+        print(f"    rules show: {show.stdout.strip()[:600] or show.stderr.strip()[:300]}")
+        kept = f"{work}.failure-{time.strftime('%H%M%S')}"
+        os.makedirs(kept)
+        for name in ["source", "router", "actor"]:
+            shutil.copy(f"{work}/{name}.log", kept)
+        with open(f"{kept}/source-metrics.txt", "w") as metrics:
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
+                metrics.write(response.read().decode())
+        print(f"    logs kept in {kept}", flush=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        print(f"    cannot keep the evidence: {error}", flush=True)
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 def routed():
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
@@ -201,11 +240,16 @@ try:
             report_agents(f"outage {number} ({label}): no value within 60 s")
             continue
         resumes[label].append(first - accepted)
+        if mode == "resume":
+            print(f"  outage {number:2} ({label}): first value {resumes[label][-1]:.3f} s after the broker accepted "
+                  "connections", flush=True)
         time.sleep(1.5)
     long_resume = None
     if long_outage > 0:
         stop_broker(signal.SIGKILL)
+        before = {name: cpu_seconds(agent.pid) for name, agent in agents.items()}
         time.sleep(long_outage)
+        spent = {name: cpu_seconds(agent.pid) - before[name] for name, agent in agents.items()}
         accepted = start_broker()
         first = first_value_after(accepted, 120)
         long_resume = None if first is None else first - accepted
@@ -213,6 +257,19 @@ try:
             report_agents(f"the {long_outage:.0f} s outage: no value within 120 s")
         time.sleep(2)
     writing.clear()
+    every = resumes["SIGKILL"] + resumes["SIGTERM"]
+    if long_outage > 0:
+        text = f"{long_resume:.3f} s" if long_resume is not None else "no value within 120 s"
+        cpu = ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in spent.items())
+        long_line = (f"  resume after the {long_outage:.0f} s outage: {text}; CPU time while the broker was away: "
+                     f"{cpu}")
+    if mode == "resume":
+        if every:
+            print(f"  resume: median {statistics.median(every):.3f} s, worst {max(every):.3f} s, best {min(every):.3f} s "
+                  f"({len(every)} of {len(rounds)} outages)")
+        if long_outage > 0:
+            print(long_line)
+        sys.exit(0)
     # Settled once nothing arrived for 5 s (zero-loss delivery resends within a second or two).
     while True:
         with lock:
@@ -240,14 +297,12 @@ try:
     lost = published - (len(values) - duplicated)
     print(f"  published {published}, received {len(values)} ({repeats} of them latest values re-sent on association), "
           f"lost {lost} ({100 * lost / max(published, 1):.1f} %), duplicated {duplicated}, out of order {out_of_order}")
-    every = resumes["SIGKILL"] + resumes["SIGTERM"]
-    for label, times in list(resumes.items()) + [("all 2 s", every)]:
+    for label, times in list(resumes.items()) + [(f"all {down:g} s", every)]:
         if times:
             print(f"  resume after {label}: median {statistics.median(times):.3f} s, worst {max(times):.3f} s "
                   f"({len(times)} outages)")
     if long_outage > 0:
-        text = f"{long_resume:.3f} s" if long_resume is not None else "no value within 120 s"
-        print(f"  resume after the {long_outage:.0f} s outage: {text}")
+        print(long_line)
 finally:
     writing.clear()
     for agent in agents.values():
