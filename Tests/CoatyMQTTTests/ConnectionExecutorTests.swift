@@ -88,7 +88,10 @@ import Testing
         let connection = try await Connection(broker, clientId: "handover", adjust: secure)
         let receiver = try await TestClient.connected(to: broker, subscribingTo: ["handover/#"], adjust: secure)
         let pattern = (0..<65_521).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) }
-        let large = Array(repeatElement(pattern, count: 128).joined())
+        // Appended, not joined: joining 8 MiB element by element takes seconds of a debug build's test thread.
+        var large: [UInt8] = []
+        large.reserveCapacity(pattern.count * 128)
+        for _ in 0..<128 { large.append(contentsOf: pattern) }
         var sent: [MQTTMessage] = []
         for round in 0..<3 {
             try await Task.sleep(for: .milliseconds(100))
