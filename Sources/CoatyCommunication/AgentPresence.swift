@@ -189,6 +189,9 @@ public final class AgentPresence: Sendable {
 
     /// One run of the manager: ends when the manager stops (its streams end) or the task is cancelled.
     private func track() async {
+        // The agent knows itself without hearing its own advertisement or its answer to its census, either of which
+        // can pass before the observations below are subscribed, or after a short census.
+        add(manager.identity, namespace: manager.options.namespace)
         let identities = manager.observeAdvertise(coreType: .identity)
         let nodes = manager.observeAdvertise(coreType: .ioNode)
         let deadvertises = manager.observeDeadvertise()
@@ -231,9 +234,11 @@ public final class AgentPresence: Sendable {
     /// Asks every agent for its identity and nodes, again while agents known before have not been heard of (see
     /// `CensusRounds`); agents known before that neither answer nor advertise their identity meanwhile are gone.
     private func takeCensus() async {
+        // The agent itself is not asked after: it knows itself (`track()`).
+        let ownId = manager.identity.objectId
         let before = state.withLock { state in
             state.seenDuringCensus = []
-            return Set(state.agents.keys)
+            return Set(state.agents.keys).subtracting([ownId])
         }
         let isComplete: @Sendable () -> Bool = { [self] in
             // One that deadvertised itself meanwhile is not waited for.
