@@ -48,22 +48,8 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{sum += $1} END {p
 status_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 
 measure() {  # BINARY COUNT -> one result line
-    local binary=$1 count=$2 sources="" sensors="" index
-    rm -rf "$work/sys"
-    for ((index = 0; index < count; index++)); do
-        mkdir -p "$work/sys/class/thermal/thermal_zone$index"
-        echo "$((40000 + index))" >"$work/sys/class/thermal/thermal_zone$index/temp"
-        sources+="{\"objectId\": \"source-$index\", \"name\": \"Zone $index\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"},"
-        sensors+="{\"driver\": \"thermal\", \"zone\": $index, \"pollInterval\": \"$interval\", \"sources\": {\"temperature\": {\"ioSource\": \"source-$index\"}}},"
-    done
-    cat >"$work/source.json" <<JSON
-{
-  "common": {"agentIdentity": {"name": "zones"}, "ioContextNodes": {"Measurement": {"ioSources": [${sources%,}]}}},
-  "communication": {"brokerUrl": "mqtt://127.0.0.1:$port"},
-  "devices": {"sysfsRoot": "$work/sys", "sensors": [${sensors%,}]},
-  "logging": {"level": "warning"}
-}
-JSON
+    local binary=$1 count=$2
+    write_thermal_source "$count" "$interval"
     rm -f "$work/first"
     mosquitto_sub -h 127.0.0.1 -p "$port" -t 'coaty/3/+/IOV/#' -C 1 -F '%U' >"$work/first" &
     local subscriber=$!

@@ -31,21 +31,7 @@ cat >"$work/router.json" <<JSON
   "metrics": {"port": $metrics_port}
 }
 JSON
-sources="" sensors=""
-for ((index = 0; index < count; index++)); do
-    mkdir -p "$work/sys/class/thermal/thermal_zone$index"
-    echo "$((40000 + index))" >"$work/sys/class/thermal/thermal_zone$index/temp"
-    sources+="{\"objectId\": \"source-$index\", \"name\": \"Zone $index\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"},"
-    sensors+="{\"driver\": \"thermal\", \"zone\": $index, \"pollInterval\": \"$interval\", \"sources\": {\"temperature\": {\"ioSource\": \"source-$index\"}}},"
-done
-cat >"$work/source.json" <<JSON
-{
-  "common": {"agentIdentity": {"name": "zones"}, "ioContextNodes": {"Measurement": {"ioSources": [${sources%,}]}}},
-  "communication": {"brokerUrl": "mqtt://127.0.0.1:$port"},
-  "devices": {"sysfsRoot": "$work/sys", "sensors": [${sensors%,}]},
-  "logging": {"level": "warning"}
-}
-JSON
+write_thermal_source "$count" "$interval"
 received() {
     curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '/^coaty_edge_values_received_total/ {sum += $NF} END {print sum + 0}'
 }

@@ -26,3 +26,25 @@ printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_
 mosquitto -c "$work/mosquitto.conf" >/dev/null 2>&1 &
 pids+=($!)
 sleep 0.5
+
+# write_thermal_source COUNT INTERVAL: a sysfs tree of COUNT thermal zones in $work/sys (zone N reads 40 + N/1000 °C)
+# and $work/source.json, a source agent polling each zone every INTERVAL on its own source (source-N) of the
+# context Measurement, against the private broker.
+write_thermal_source() {
+    local count=$1 interval=$2 sources="" sensors="" index
+    rm -rf "$work/sys"
+    for ((index = 0; index < count; index++)); do
+        mkdir -p "$work/sys/class/thermal/thermal_zone$index"
+        echo "$((40000 + index))" >"$work/sys/class/thermal/thermal_zone$index/temp"
+        sources+="{\"objectId\": \"source-$index\", \"name\": \"Zone $index\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"},"
+        sensors+="{\"driver\": \"thermal\", \"zone\": $index, \"pollInterval\": \"$interval\", \"sources\": {\"temperature\": {\"ioSource\": \"source-$index\"}}},"
+    done
+    cat >"$work/source.json" <<JSON
+{
+  "common": {"agentIdentity": {"name": "zones"}, "ioContextNodes": {"Measurement": {"ioSources": [${sources%,}]}}},
+  "communication": {"brokerUrl": "mqtt://127.0.0.1:$port"},
+  "devices": {"sysfsRoot": "$work/sys", "sensors": [${sensors%,}]},
+  "logging": {"level": "warning"}
+}
+JSON
+}
