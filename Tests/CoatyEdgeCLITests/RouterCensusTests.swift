@@ -64,14 +64,14 @@ import Testing
         try await broker.kill()
         try await broker.start()
         try await waitUntil("the actor and the source are back", within: .seconds(30)) {
-            Self.count("online as actor", in: actorAgent.errors) == 2
-                && Self.count("online as source", in: sourceAgent.errors) == 2
+            Self.count("online as actor", in: actorAgent.errors) >= 2
+                && Self.count("online as source", in: sourceAgent.errors) >= 2
         }
         // The actor misses the census's first Discover: held until well after its 3 s.
         kill(actorAgent.processIdentifier, SIGSTOP)
         kill(routerAgent.processIdentifier, SIGCONT)
         try await waitUntil("the router is back", within: .seconds(30)) {
-            Self.count("online as router", in: routerAgent.errors) == 2
+            Self.count("online as router", in: routerAgent.errors) >= 2
         }
         try await Task.sleep(for: .seconds(5))
         kill(actorAgent.processIdentifier, SIGCONT)
