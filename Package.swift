@@ -37,7 +37,8 @@ let package = Package(
     // the modules its users import; the others (CoatyBrokerDiscovery, CoatyFiles, the C shims) come along as
     // dependencies with `package` access only.
     products: [
-        .library(name: "CoatyCore", targets: ["CoatyJSON", "CoatyModel", "CoatyMQTT", "CoatyCommunication", "CoatyRuntime"]),
+        .library(
+            name: "CoatyCore", targets: ["CoatyJSON", "CoatyModel", "CoatyMQTT", "CoatyCommunication", "CoatyRuntime"]),
         .library(name: "CoatySharedObjects", targets: ["CoatySharedObjects"]),
         .library(name: "CoatyIORouting", targets: ["CoatyIORouting", "RoutingRules", "JsonLogic"]),
         .library(name: "CoatyEdgeHardware", targets: ["EdgeHardware"]),
@@ -82,7 +83,9 @@ let package = Package(
             ]),
 
         // Shared objects: versioned key/value state and messages every agent can read and change.
-        .target(name: "CoatySharedObjects", dependencies: ["CoatyCommunication", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "CoatySharedObjects",
+            dependencies: ["CoatyCommunication", .product(name: "Logging", package: "swift-log")]),
 
         // Runtime: container, controllers, configuration.
         .target(
@@ -100,7 +103,8 @@ let package = Package(
         .target(
             name: "CoatyIORouting",
             dependencies: [
-                "CoatyRuntime", "CoatySharedObjects", "RoutingRules", .product(name: "CoreMetrics", package: "swift-metrics"),
+                "CoatyRuntime", "CoatySharedObjects", "RoutingRules",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
@@ -122,7 +126,8 @@ let package = Package(
         .target(
             name: "CoatyHomeAssistant",
             dependencies: [
-                "CoatyModel", "CoatyRuntime", "CoatySharedObjects", "CoatyMQTT", "EdgeHardware", .product(name: "Logging", package: "swift-log"),
+                "CoatyModel", "CoatyRuntime", "CoatySharedObjects", "CoatyMQTT", "EdgeHardware",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
 
@@ -139,8 +144,10 @@ let package = Package(
         .target(
             name: "CoatyEdgeCLI",
             dependencies: [
-                "CBuildInfo", "CoatyBrokerDiscovery", "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects", .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+                "CBuildInfo", "CoatyBrokerDiscovery", "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
@@ -154,16 +161,21 @@ let package = Package(
             ]),
         .executableTarget(
             name: "coaty-edge",
-            dependencies: ["CoatyEdgeCLI", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "CoatyEdgeCLI", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // Testing helpers for users' own controllers (the CoatyTesting product): an in-memory broker, a real mosquitto
         // on 127.0.0.1 on a free port, a manual clock, recorders; with EdgeEmulation's emulated chips.
-        .target(name: "CoatyTesting", dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "CoatyTesting",
+            dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
         // Our own test support on top of it: scenarios, fuzz harnesses, child processes, bridged brokers.
         .target(
             name: "CoatyTestSupport",
             dependencies: [
-                "CoatyTesting", "CoatyCommunication", "CoatySharedObjects", "CoatyIORouting", "EdgeHardware", "EdgeEmulation",
+                "CoatyTesting", "CoatyCommunication", "CoatySharedObjects", "CoatyIORouting", "EdgeHardware",
+                "EdgeEmulation",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CoatyTestSupport"),
@@ -174,14 +186,21 @@ let package = Package(
         .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
-        .testTarget(name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),
+        .testTarget(
+            name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatySharedObjectsTests",
             dependencies: ["CoatySharedObjects", "CoatyIORouting", "CoatyTestSupport", "MQTTTestSupport"]),
         .testTarget(name: "JsonLogicTests", dependencies: ["JsonLogic", "CoatyJSON"]),
-        .testTarget(name: "RoutingRulesTests", dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel", "CoatyTestSupport"]),
-        .testTarget(name: "CoatyIORoutingTests", dependencies: ["CoatyIORouting", "CoatyTestSupport", "JsonLogic", "RoutingRules"]),
-        .testTarget(name: "CoatyHomeAssistantTests", dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
+        .testTarget(
+            name: "RoutingRulesTests",
+            dependencies: ["RoutingRules", "JsonLogic", "CoatyJSON", "CoatyModel", "CoatyTestSupport"]),
+        .testTarget(
+            name: "CoatyIORoutingTests",
+            dependencies: ["CoatyIORouting", "CoatyTestSupport", "JsonLogic", "RoutingRules"]),
+        .testTarget(
+            name: "CoatyHomeAssistantTests",
+            dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
         .testTarget(
@@ -215,15 +234,23 @@ let package = Package(
                 "CoatyEdgeCLI", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            resources: [.embedInCode("Page/dashboard.html"), .embedInCode("Page/dashboard.js"), .embedInCode("Page/dashboard.css")]),
+            resources: [
+                .embedInCode("Page/dashboard.html"), .embedInCode("Page/dashboard.js"),
+                .embedInCode("Page/dashboard.css"),
+            ]),
         .executableTarget(
             name: "coaty-edge-dashboard",
-            dependencies: ["CoatyDashboard", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "CoatyDashboard", "CoatyEdgeOptions",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // The dashboard's parts on their own, and its server against a real broker and agents (the page itself is
         // tested in chromium by Tests/Browser, which .ci/run runs).
         .testTarget(
             name: "CoatyDashboardTests",
-            dependencies: ["CoatyDashboard", "coaty-edge-dashboard", "coaty-edge", "CoatyTestSupport", "MQTTTestSupport"]),
+            dependencies: [
+                "CoatyDashboard", "coaty-edge-dashboard", "coaty-edge", "CoatyTestSupport", "MQTTTestSupport",
+            ]),
     ]
 #endif
 
@@ -232,6 +259,7 @@ let package = Package(
 if Context.environment["COATY_EDGE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(
-            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Tests/Fuzz", exclude: ["corpus", "run", "fuzz.dict"],
+            name: "coaty-edge-fuzz", dependencies: ["CoatyTestSupport"], path: "Tests/Fuzz",
+            exclude: ["corpus", "run", "fuzz.dict"],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
 }

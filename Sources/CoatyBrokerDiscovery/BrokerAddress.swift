@@ -17,7 +17,8 @@ package enum BrokerAddress: Sendable, Equatable {
         }
         let name = text.dropFirst("mdns:".count)
         // DNS-SD instance names are up to 63 bytes of UTF-8, without control characters.
-        guard !name.isEmpty, name.utf8.count <= 63, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        guard !name.isEmpty, name.utf8.count <= 63,
+            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw MQTTBrokerURLError(
                 url: text, reason: "expected mdns or mdns:<service name> (1 to 63 bytes, no control characters)")

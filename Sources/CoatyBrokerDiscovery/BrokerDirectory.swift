@@ -55,7 +55,8 @@ package struct BrokerDirectory: Sendable, Equatable {
     @discardableResult
     public mutating func found(_ announcement: Announcement) -> Bool {
         guard announcement.name == serviceName else { return false }
-        announcements[ServiceKey(name: announcement.name, interface: announcement.interface, isIPv6: announcement.isIPv6)] =
+        announcements[
+            ServiceKey(name: announcement.name, interface: announcement.interface, isIPv6: announcement.isIPv6)] =
             announcement
         return choose()
     }

@@ -43,7 +43,9 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
         self.connectsByHostName = connectsByHostName
         self.onChange = onChange
         state = Mutex(State(directory: BrokerDirectory(serviceName: serviceName)))
-        guard let poll = avahi_threaded_poll_new() else { throw BrokerDiscoveryError("cannot create Avahi's event loop") }
+        guard let poll = avahi_threaded_poll_new() else {
+            throw BrokerDiscoveryError("cannot create Avahi's event loop")
+        }
         self.poll = poll
         var error: Int32 = 0
         // NO_FAIL: without a running avahi-daemon the client waits for one instead of failing.
@@ -79,7 +81,8 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
         state.withLock { state in
             guard let chosen = state.directory.chosen else {
                 let status = state.daemonStatus == "running" ? "" : "; \(state.daemonStatus)"
-                return .none(reason: "no mDNS service \"\(serviceName)\" of type \(Self.serviceType) announced\(status)")
+                return .none(
+                    reason: "no mDNS service \"\(serviceName)\" of type \(Self.serviceType) announced\(status)")
             }
             return .found(host: connectsByHostName ? chosen.hostName : chosen.address, port: chosen.port)
         }
@@ -108,7 +111,8 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
             self.client = client
             guard browser == nil else { return }
             browser = avahi_service_browser_new(
-                client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), Self.serviceType, nil, AvahiLookupFlags(rawValue: 0),
+                client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), Self.serviceType, nil,
+                AvahiLookupFlags(rawValue: 0),
                 avahiBrowseCallback, Unmanaged.passUnretained(self).toOpaque())
             let status =
                 browser == nil
@@ -146,7 +150,8 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
                 client, interface, `protocol`, name, type, domain, `protocol`, AvahiLookupFlags(rawValue: 0),
                 avahiResolveCallback, Unmanaged.passUnretained(self).toOpaque())
         case AVAHI_BROWSER_REMOVE:
-            let key = BrokerDirectory.ServiceKey(name: name, interface: interface, isIPv6: `protocol` == AvahiProtocol(AVAHI_PROTO_INET6))
+            let key = BrokerDirectory.ServiceKey(
+                name: name, interface: interface, isIPv6: `protocol` == AvahiProtocol(AVAHI_PROTO_INET6))
             let (changed, chosen) = state.withLock { state -> (Bool, BrokerDirectory.Announcement?) in
                 let changed = state.directory.removed(key)
                 return (changed, state.directory.chosen)
@@ -194,7 +199,9 @@ private func discovery(_ userdata: UnsafeMutableRawPointer?) -> MDNSBrokerDiscov
     userdata.map { Unmanaged<MDNSBrokerDiscovery>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private func avahiClientCallback(_ client: OpaquePointer?, _ state: AvahiClientState, _ userdata: UnsafeMutableRawPointer?) {
+private func avahiClientCallback(
+    _ client: OpaquePointer?, _ state: AvahiClientState, _ userdata: UnsafeMutableRawPointer?
+) {
     discovery(userdata)?.clientStateChanged(client, state)
 }
 

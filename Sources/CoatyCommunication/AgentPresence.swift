@@ -278,7 +278,10 @@ public final class AgentPresence: Sendable {
             if var agent = state.agents[agentId] {
                 guard agent.identity != identity || agent.namespace != namespace else { return .unchanged }
                 let growth = size - state.size(of: .identity, agent: agentId)
-                guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: false, growth: growth) else {
+                guard
+                    limits.agents.admits(
+                        count: state.sizes.count, bytes: state.totalBytes, isNew: false, growth: growth)
+                else {
                     return .refused("the changed identity of agent \(agentId), \(growth) bytes larger")
                 }
                 agent.identity = identity
@@ -289,9 +292,11 @@ public final class AgentPresence: Sendable {
             }
             // Nodes that arrived first already made it known.
             let isNew = state.sizes[agentId] == nil
-            guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNew, growth: size) else {
+            guard limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNew, growth: size)
+            else {
                 return .refused(
-                    "agent \(identity.name) (\(agentId)): \(state.sizes.count) agents with \(state.totalBytes) bytes are known")
+                    "agent \(identity.name) (\(agentId)): \(state.sizes.count) agents with \(state.totalBytes) bytes are known"
+                )
             }
             let agent = AgentInfo(
                 identity: identity, namespace: namespace,
@@ -311,7 +316,8 @@ public final class AgentPresence: Sendable {
             let growth = size - state.size(of: .node(node.objectId), agent: agentId)
             let isNewAgent = state.sizes[agentId] == nil
             guard index != nil || nodes.count < limits.maximumNodesPerAgent,
-                limits.agents.admits(count: state.sizes.count, bytes: state.totalBytes, isNew: isNewAgent, growth: growth)
+                limits.agents.admits(
+                    count: state.sizes.count, bytes: state.totalBytes, isNew: isNewAgent, growth: growth)
             else {
                 return .refused(
                     "IO node \(node.objectId) of agent \(agentId) (\(size) bytes): \(nodes.count) nodes of the agent, "

@@ -22,7 +22,9 @@ extension CommunicationManager {
 
     /// Advertisements of objects of an object type. For a core object type (`coaty.IoNode`) this observes the
     /// core-type topic and keeps the objects of exactly that type, as Coaty JS does.
-    public func observeAdvertise(objectType: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<AdvertiseEvent>> {
+    public func observeAdvertise(objectType: String) throws(CoatyError) -> ObservationStream<
+        ReceivedEvent<AdvertiseEvent>
+    > {
         guard CoatyName.isValid(objectType) else { throw .invalidName(objectType) }
         let filter = CoreType(coreObjectType: objectType).map(\.rawValue) ?? ":" + objectType
         return observe(.advertise, filter: filter) { topic, event in
@@ -47,7 +49,8 @@ extension CommunicationManager {
         publish(.channel(event))
     }
 
-    public func observeChannel(_ channelId: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<ChannelEvent>> {
+    public func observeChannel(_ channelId: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<ChannelEvent>>
+    {
         guard CoatyName.isValid(channelId) else { throw .invalidName(channelId) }
         return observe(.channel, filter: channelId) { topic, event in
             guard case .channel(let channel) = event else { return nil }
@@ -61,7 +64,9 @@ extension CommunicationManager {
         publish(.associate(event))
     }
 
-    public func observeAssociate(ioContextName: String) throws(CoatyError) -> ObservationStream<ReceivedEvent<AssociateEvent>> {
+    public func observeAssociate(ioContextName: String) throws(CoatyError) -> ObservationStream<
+        ReceivedEvent<AssociateEvent>
+    > {
         guard CoatyName.isValid(ioContextName) else { throw .invalidName(ioContextName) }
         return observe(.associate, filter: ioContextName) { topic, event in
             guard case .associate(let associate) = event else { return nil }
@@ -82,7 +87,9 @@ extension CommunicationManager {
 
     /// Publishes the Update (twice, with separate correlation ids, for application object types) and yields the
     /// Completes for the same object.
-    public func publishUpdate(_ event: UpdateEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<CompleteEvent> {
+    public func publishUpdate(_ event: UpdateEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<
+        CompleteEvent
+    > {
         guard CoatyName.isValid(event.object.objectType) else { throw .invalidName(event.object.objectType) }
         return request(.update(event), timeout: timeout) { response in
             guard case .complete(let complete) = response, event.accepts(complete) else { return nil }
@@ -99,7 +106,9 @@ extension CommunicationManager {
     }
 
     /// Calls a remote operation and yields the Returns of every agent that answers.
-    public func publishCall(_ event: CallEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<ReturnEvent> {
+    public func publishCall(_ event: CallEvent, timeout: Duration? = nil) throws(CoatyError) -> ResponseStream<
+        ReturnEvent
+    > {
         guard CoatyName.isValid(event.operation) else { throw .invalidName(event.operation) }
         return request(.call(event), timeout: timeout) { response in
             guard case .returnEvent(let returned) = response else { return nil }
@@ -183,7 +192,9 @@ extension CommunicationManager {
     /// Discover requests from any agent (the manager itself answers those for its identity and IO nodes).
     public func observeDiscover() -> ObservationStream<DiscoverRequest> {
         observe(.discover) { [weak self] topic, event in
-            guard case .discover(let discover) = event, let self, let correlationId = topic.correlationId else { return nil }
+            guard case .discover(let discover) = event, let self, let correlationId = topic.correlationId else {
+                return nil
+            }
             return DiscoverRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
                 responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
@@ -206,7 +217,9 @@ extension CommunicationManager {
 
     /// Calls of an operation. With a context object, only calls whose filter matches it arrive; without one,
     /// every call (Coaty 2's rule: a call without a filter does not reach observers with a context).
-    public func observeCall(operation: String, context: CoatyObject? = nil) throws(CoatyError) -> ObservationStream<CallRequest> {
+    public func observeCall(operation: String, context: CoatyObject? = nil) throws(CoatyError) -> ObservationStream<
+        CallRequest
+    > {
         guard CoatyName.isValid(operation) else { throw .invalidName(operation) }
         return observe(.call, filter: operation) { [weak self] topic, event in
             guard case .call(let call) = event, call.isDelivered(toObserverWith: context), let self,

@@ -32,7 +32,9 @@ extension CommunicationManager {
         zeroLossSources.withLock { sources in
             sources.outboxes = [:]
             for node in ioNodeDefinitions {
-                for source in node.ioSources { sources.outboxes[source.objectId] = ZeroLossOutbox(options: zeroLoss, epoch: epoch) }
+                for source in node.ioSources {
+                    sources.outboxes[source.objectId] = ZeroLossOutbox(options: zeroLoss, epoch: epoch)
+                }
             }
         }
         let task = Task { [weak self] in
@@ -56,23 +58,31 @@ extension CommunicationManager {
             var discarded: [(String, Int)] = []
             for id in sources.outboxes.keys {
                 // A source none of whose actor agents answered yet asks again only now and then.
-                if let outbox = sources.outboxes[id], outbox.isHolding, associated.contains(id), outbox.hasReceivers || isKeepAlive {
+                if let outbox = sources.outboxes[id], outbox.isHolding, associated.contains(id),
+                    outbox.hasReceivers || isKeepAlive
+                {
                     holding.append(id)
                 }
-                if let forgotten = sources.outboxes[id]?.forgetReceivers(silentSince: deadline), forgotten.receivers > 0 {
+                if let forgotten = sources.outboxes[id]?.forgetReceivers(silentSince: deadline), forgotten.receivers > 0
+                {
                     discarded.append((id, forgotten.values))
                 }
             }
             return (holding, discarded)
         }
         for (sourceId, values) in discarded {
-            logger.warning("zero-loss delivery of source \(sourceId): forgot actor agents silent for \(Self.zeroLossReceiverTimeout)")
-            drops.drop(values, of: sourceId, .zeroLossActorSilent, because: "kept only for actor agents that went silent")
+            logger.warning(
+                "zero-loss delivery of source \(sourceId): forgot actor agents silent for \(Self.zeroLossReceiverTimeout)"
+            )
+            drops.drop(
+                values, of: sourceId, .zeroLossActorSilent, because: "kept only for actor agents that went silent")
         }
         syncZeroLoss(sourceIds: holding)
         // Actor side: progress, or a keep-alive.
         let due = state.withLock { state in
-            state.zeroLossSubscribed.filter { isKeepAlive || (state.zeroLossInboxes[$0]?.receivedSinceAcknowledgement ?? 0) > 0 }
+            state.zeroLossSubscribed.filter {
+                isKeepAlive || (state.zeroLossInboxes[$0]?.receivedSinceAcknowledgement ?? 0) > 0
+            }
         }
         acknowledgeZeroLoss(Array(due), isResume: false)
     }
@@ -109,7 +119,8 @@ extension CommunicationManager {
         if dropped > 0, let zeroLoss = options.zeroLoss {
             drops.drop(
                 dropped, of: sourceId, .zeroLossBufferFull,
-                because: "its zero-loss buffer is full (\(zeroLoss.maximumValues) values or \(zeroLoss.maximumBytes) bytes "
+                because:
+                    "its zero-loss buffer is full (\(zeroLoss.maximumValues) values or \(zeroLoss.maximumBytes) bytes "
                     + "not acknowledged by actor agents); the \(zeroLoss.dropPolicy.rawValue) give way")
         }
         sendZeroLossFrames()
@@ -132,7 +143,9 @@ extension CommunicationManager {
             let batch = zeroLossSources.withLock { sources in
                 var frames: [(String, ZeroLossFrame)] = []
                 for id in sources.outboxes.keys {
-                    while frames.count < 256, let frame = sources.outboxes[id]?.nextFrame() { frames.append((id, frame)) }
+                    while frames.count < 256, let frame = sources.outboxes[id]?.nextFrame() {
+                        frames.append((id, frame))
+                    }
                 }
                 if frames.isEmpty { sources.isSending = false }
                 return frames
@@ -140,7 +153,8 @@ extension CommunicationManager {
             guard !batch.isEmpty else { return }
             for (sourceId, frame) in batch {
                 do {
-                    try transport.publish(MQTTMessage(topic: ZeroLossFrame.valueTopic(of: sourceId), payload: frame.bytes))
+                    try transport.publish(
+                        MQTTMessage(topic: ZeroLossFrame.valueTopic(of: sourceId), payload: frame.bytes))
                 } catch .notConnected {
                     // The frames stay in the outbox; the next connection resumes from the actor's answer.
                     zeroLossConnectionLost()
@@ -154,9 +168,13 @@ extension CommunicationManager {
     /// Asks the actor agents of these own sources where they stand (they answer with a resume).
     func syncZeroLoss(sourceIds: [String]) {
         guard !sourceIds.isEmpty else { return }
-        let epochs = zeroLossSources.withLock { sources in sourceIds.compactMap { id in sources.outboxes[id].map { (id, $0.epoch) } } }
+        let epochs = zeroLossSources.withLock { sources in
+            sourceIds.compactMap { id in sources.outboxes[id].map { (id, $0.epoch) } }
+        }
         for (sourceId, epoch) in epochs {
-            sendIfOnline(MQTTMessage(topic: ZeroLossFrame.valueTopic(of: sourceId), payload: ZeroLossFrame.sync(epoch: epoch).bytes))
+            sendIfOnline(
+                MQTTMessage(
+                    topic: ZeroLossFrame.valueTopic(of: sourceId), payload: ZeroLossFrame.sync(epoch: epoch).bytes))
         }
     }
 
@@ -167,7 +185,8 @@ extension CommunicationManager {
             sourceIds.map { sourceId in
                 let inbox = state.zeroLossInboxes[sourceId, default: ZeroLossInbox()]
                 state.zeroLossInboxes[sourceId]?.receivedSinceAcknowledgement = 0
-                let frame = ZeroLossFrame.acknowledgement(receiver: identity.objectId, epoch: inbox.epoch, next: inbox.next, isResume: isResume)
+                let frame = ZeroLossFrame.acknowledgement(
+                    receiver: identity.objectId, epoch: inbox.epoch, next: inbox.next, isResume: isResume)
                 return MQTTMessage(topic: ZeroLossFrame.acknowledgementTopic(of: sourceId), payload: frame.bytes)
             }
         }
@@ -212,12 +231,15 @@ extension CommunicationManager {
         switch frame {
         case .value(let epoch, let sequence, let oldest, let payload) where isValueTopic:
             let now = ContinuousClock.now
-            typealias Receivers = [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]
+            typealias Receivers = [(
+                isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?
+            )]
             let (outcome, route, receivers) = state.withLock { state -> (ZeroLossInbox.Outcome, String?, Receivers?) in
                 guard state.zeroLossSubscribed.contains(sourceId) else { return (.duplicate, nil, nil) }
                 let outcome = state.zeroLossInboxes[sourceId, default: ZeroLossInbox()]
                     .receive(epoch: epoch, sequence: sequence, oldest: oldest, at: now)
-                let route = state.routing.actorsByRoute.first { $0.value.values.contains { $0.contains(sourceId) } }?.key
+                let route = state.routing.actorsByRoute.first { $0.value.values.contains { $0.contains(sourceId) } }?
+                    .key
                 guard let route else { return (outcome, nil, nil) }
                 return (outcome, route, state.ioRoutes[route]?.receivers)
             }
@@ -230,11 +252,14 @@ extension CommunicationManager {
                 if askResume { acknowledgeZeroLoss([sourceId], isResume: true) }
             }
         case .sync where isValueTopic:
-            if state.withLock({ $0.zeroLossSubscribed.contains(sourceId) }) { acknowledgeZeroLoss([sourceId], isResume: true) }
+            if state.withLock({ $0.zeroLossSubscribed.contains(sourceId) }) {
+                acknowledgeZeroLoss([sourceId], isResume: true)
+            }
         case .acknowledgement(let receiver, let epoch, let next, let isResume) where !isValueTopic:
             let now = ContinuousClock.now
             zeroLossSources.withLock { sources in
-                sources.outboxes[sourceId]?.acknowledge(receiver: receiver, epoch: epoch, next: next, isResume: isResume, at: now)
+                sources.outboxes[sourceId]?.acknowledge(
+                    receiver: receiver, epoch: epoch, next: next, isResume: isResume, at: now)
             }
             sendZeroLossFrames()
         default:

@@ -36,7 +36,8 @@ public final class CommunicationManager: Sendable {
     private let communicationStateBroadcast = CurrentValueBroadcast(CommunicationState.offline)
     private let reconnectCounter = Counter(label: "coaty_edge_reconnects_total")
     let malformedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "malformed")])
-    private let oversizedCounter = Counter(label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
+    private let oversizedCounter = Counter(
+        label: "coaty_edge_messages_rejected_total", dimensions: [("reason", "oversized")])
     private let rejectionLogBudget = LogBudget()
     let requestsRefusedCounter = Counter(label: "coaty_edge_requests_refused_total")
     let refusedRequestsLogBudget = LogBudget()
@@ -118,8 +119,13 @@ public final class CommunicationManager: Sendable {
         var ioValueReceivers: [String: [IoValueReceiver]] = [:]
         var ioStateObservers: [String: [Int: ObservationStream<IoState>.Continuation]] = [:]
         /// `observeIoStates(of:)`: the points each one watches.
-        var ioStatesObservers: [Int: (pointIds: Set<String>, continuation: ObservationStream<(pointId: String, state: IoState)>.Continuation)] = [:]
-        var rawObservers: [Int: (filter: String, continuation: ObservationStream<(topic: String, payload: [UInt8])>.Continuation)] = [:]
+        var ioStatesObservers:
+            [Int: (
+                pointIds: Set<String>, continuation: ObservationStream<(pointId: String, state: IoState)>.Continuation
+            )] = [:]
+        var rawObservers:
+            [Int: (filter: String, continuation: ObservationStream<(topic: String, payload: [UInt8])>.Continuation)] =
+                [:]
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
         /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
         var ioRoutes: [String: IoRouteDelivery] = [:]
@@ -157,7 +163,8 @@ public final class CommunicationManager: Sendable {
         ioNodeDefinitions = ioNodes.filter { !$0.ioSources.isEmpty || !$0.ioActors.isEmpty }
         self.logger = logger
         associationRefusals = RetentionRefusals(store: "IO routing table", logger: logger)
-        drops = DroppedPublications(sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }, logger: logger)
+        drops = DroppedPublications(
+            sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }, logger: logger)
         sourceId = identity.objectId
         rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
         self.makeTransport = makeTransport
@@ -235,7 +242,8 @@ public final class CommunicationManager: Sendable {
                 let logger = logger
                 // With TLS the certificate names the host, so connect by the announced host name (needs nss-mdns).
                 brokerDiscovery = try MDNSBrokerDiscovery(
-                    serviceName: serviceName, connectsByHostName: options.tls != nil, onChange: { logger.info("\($0)") })
+                    serviceName: serviceName, connectsByHostName: options.tls != nil, onChange: { logger.info("\($0)") }
+                )
             } catch {
                 logger.critical("cannot look for the broker by mDNS: \(error)")
                 return
@@ -249,13 +257,17 @@ public final class CommunicationManager: Sendable {
             state.brokerDiscovery = brokerDiscovery
             for node in nodes {
                 addSubscription(
-                    CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .associate, filter: node.contextName),
+                    CoatyTopic.subscriptionFilter(
+                        namespace: subscriptionNamespace, eventType: .associate, filter: node.contextName),
                     in: &state)
             }
-            addSubscription(CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .discover), in: &state)
+            addSubscription(
+                CoatyTopic.subscriptionFilter(namespace: subscriptionNamespace, eventType: .discover), in: &state)
             if options.zeroLoss != nil {
                 for node in ioNodeDefinitions {
-                    for source in node.ioSources { addSubscription(ZeroLossFrame.acknowledgementTopic(of: source.objectId), in: &state) }
+                    for source in node.ioSources {
+                        addSubscription(ZeroLossFrame.acknowledgementTopic(of: source.objectId), in: &state)
+                    }
                 }
             }
             return true
@@ -272,10 +284,13 @@ public final class CommunicationManager: Sendable {
         var connectOptions = MQTTConnectOptions(
             host: options.host, port: options.port, clientId: clientId, keepAlive: options.keepAlive,
             username: options.username, password: options.password, tls: options.tls,
-            will: unjoinMessage(nodes: nodes), reconnect: options.reconnect, maximumInboundPayload: options.maximumInboundPayload)
+            will: unjoinMessage(nodes: nodes), reconnect: options.reconnect,
+            maximumInboundPayload: options.maximumInboundPayload)
         connectOptions.locator = brokerDiscovery?.locator
         do {
-            try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] inbound in self?.receive(inbound) }
+            try transport.connect(connectOptions, executor: connectionExecutor) { [weak self] inbound in
+                self?.receive(inbound)
+            }
         } catch {
             logger.error("cannot connect to \(brokerAddress): \(error)")
         }
@@ -302,7 +317,8 @@ public final class CommunicationManager: Sendable {
     /// publications and subscriptions.
     public func stop() async {
         stopReceiving()
-        let leaving = state.withLock { state -> (any MQTTTransport, Task<Void, Never>?, [IoNode], MDNSBrokerDiscovery?)? in
+        let leaving = state.withLock {
+            state -> (any MQTTTransport, Task<Void, Never>?, [IoNode], MDNSBrokerDiscovery?)? in
             guard state.operatingState == .started, let transport = state.transport else { return nil }
             state.operatingState = .stopped
             state.hasLeft = true
@@ -324,7 +340,9 @@ public final class CommunicationManager: Sendable {
             state.isOnline && state.queue.isEmpty ? (true, []) : (false, state.queue.removeAll())
         }
         drops.drop(unsent, .stop, because: "the agent stopped while offline")
-        logger.debug("leaving: Deadvertise \(isUnjoinSent ? "sent" : "queued"), disconnecting \(isUnjoinSent ? "cleanly" : "abruptly")")
+        logger.debug(
+            "leaving: Deadvertise \(isUnjoinSent ? "sent" : "queued"), disconnecting \(isUnjoinSent ? "cleanly" : "abruptly")"
+        )
         let dropped = droppedWhileStopping.exchange(0, ordering: .relaxed)
         if dropped > 0 {
             logger.notice("dropped \(dropped) inbound messages that arrived while the agent stopped")
@@ -381,8 +399,10 @@ public final class CommunicationManager: Sendable {
     }
 
     func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
-        CoatyTopic(namespace: options.namespace, eventType: eventType, filter: filter, sourceId: sourceId,
-            correlationId: correlationId).description
+        CoatyTopic(
+            namespace: options.namespace, eventType: eventType, filter: filter, sourceId: sourceId,
+            correlationId: correlationId
+        ).description
     }
 
     private func unjoinMessage(nodes: [IoNode]) -> MQTTMessage {
@@ -465,9 +485,11 @@ public final class CommunicationManager: Sendable {
         let joinTopics = Set(state.withLock { joinMessages(nodes: $0.ioNodes) }.map(\.topic))
         let publications = messages.map { message in
             let kind: PublicationKind =
-                if let sourceId = sourcesByRoute[message.topic] { .value(sourceId: sourceId) }
-                else if joinTopics.contains(message.topic) || message.topic == topic(.deadvertise) { .join }
-                else { .event }
+                if let sourceId = sourcesByRoute[message.topic] {
+                    .value(sourceId: sourceId)
+                } else if joinTopics.contains(message.topic) || message.topic == topic(.deadvertise) { .join } else {
+                    .event
+                }
             return QueuedPublication(message: message, kind: kind)
         }
         drops.drop(
@@ -483,7 +505,9 @@ public final class CommunicationManager: Sendable {
             let quiet = unlogged > 0 ? " (\(unlogged) failed attempts not logged before)" : ""
             logger.warning("cannot connect to the broker at \(broker): \(reason)\(quiet)")
         case .stillFailing(let reason, let attempts)?:
-            logger.warning("still cannot connect to the broker at \(broker): \(reason) (\(attempts) failed attempts since the last message)")
+            logger.warning(
+                "still cannot connect to the broker at \(broker): \(reason) (\(attempts) failed attempts since the last message)"
+            )
         case nil:
             logger.debug("cannot connect to the broker at \(broker): \(reason)")
         }
@@ -498,7 +522,9 @@ public final class CommunicationManager: Sendable {
         defer { publishersInFlight.wrappingSubtract(1, ordering: .releasing) }
         for (index, message) in messages.enumerated() {
             let rest = messages[(index + 1)...].lazy.map { QueuedPublication(message: $0, kind: kind) }
-            guard send(QueuedPublication(message: message, kind: kind), on: transport, keepingOnFailure: rest) else { return }
+            guard send(QueuedPublication(message: message, kind: kind), on: transport, keepingOnFailure: rest) else {
+                return
+            }
         }
     }
 
@@ -512,7 +538,9 @@ public final class CommunicationManager: Sendable {
     /// The transport if the messages can go out now (the caller is then a publisher in flight until it is done);
     /// otherwise they are queued (what gives way to the bound is counted), or dropped and counted after the
     /// Deadvertise.
-    private func transportForSending(_ messages: some Collection<MQTTMessage>, kind: PublicationKind) -> (any MQTTTransport)? {
+    private func transportForSending(_ messages: some Collection<MQTTMessage>, kind: PublicationKind) -> (
+        any MQTTTransport
+    )? {
         var dropped: [QueuedPublication] = []
         var hasLeft = false
         let transport = state.withLock { state -> (any MQTTTransport)? in
@@ -531,7 +559,9 @@ public final class CommunicationManager: Sendable {
             return transport
         }
         if hasLeft {
-            drops.drop(messages.map { QueuedPublication(message: $0, kind: kind) }, .stop, because: "published after the agent left")
+            drops.drop(
+                messages.map { QueuedPublication(message: $0, kind: kind) }, .stop,
+                because: "published after the agent left")
         } else if !dropped.isEmpty {
             dropOverflow(dropped)
         }
@@ -572,7 +602,8 @@ public final class CommunicationManager: Sendable {
     func drain(leaving: Bool = false) {
         while true {
             let next = state.withLock { state -> (any MQTTTransport, [QueuedPublication])? in
-                guard state.isOnline, let transport = state.transport, !state.queue.isEmpty, leaving || !state.hasLeft else {
+                guard state.isOnline, let transport = state.transport, !state.queue.isEmpty, leaving || !state.hasLeft
+                else {
                     state.isDraining = false
                     return nil
                 }
@@ -676,10 +707,12 @@ public final class CommunicationManager: Sendable {
         let namespace = subscriptionNamespace
         return state.withLock { state in
             guard
-                let taken = state.responseSubscriptions.take(count, of: responseType, filter: { correlationId in
-                    CoatyTopic.subscriptionFilter(
-                        namespace: namespace, eventType: responseType, correlationId: correlationId)
-                })
+                let taken = state.responseSubscriptions.take(
+                    count, of: responseType,
+                    filter: { correlationId in
+                        CoatyTopic.subscriptionFilter(
+                            namespace: namespace, eventType: responseType, correlationId: correlationId)
+                    })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
             let observers = taken.correlationIds.map { correlationId in
@@ -731,12 +764,16 @@ public final class CommunicationManager: Sendable {
         let payload = event.payload.serializedBytes()
         let filters = event.topicFilters
         if filters.count == 1 {
-            enqueue(MQTTMessage(topic: topic(event.eventType, filter: filters[0], correlationId: correlationId), payload: payload))
+            enqueue(
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: filters[0], correlationId: correlationId), payload: payload))
             return
         }
-        enqueue(filters.map { filter in
-            MQTTMessage(topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
-        })
+        enqueue(
+            filters.map { filter in
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
+            })
     }
 
     func incrementRejectedResponses() {
@@ -845,7 +882,8 @@ public final class CommunicationManager: Sendable {
     private func applyAssociate(_ event: AssociateEvent) {
         var newZeroLoss: [String] = []
         var deliveryToMany: [(ObservationStream<(pointId: String, state: IoState)>.Continuation, String, IoState)] = []
-        let (delivery, isRefused) = state.withLock { state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
+        let (delivery, isRefused) = state.withLock {
+            state -> ([(ObservationStream<IoState>.Continuation, IoState)], Bool) in
             guard state.ioNodes.contains(where: { $0.contextName == event.ioContextName }) else { return ([], false) }
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
@@ -888,7 +926,9 @@ public final class CommunicationManager: Sendable {
         for (route, actorIds) in state.routing.actorsByRoute {
             let receivers = actorIds.keys.flatMap { actorId in
                 let isRaw = rawActorIds.contains(actorId)
-                return (state.ioValueReceivers[actorId] ?? []).map { (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject) }
+                return (state.ioValueReceivers[actorId] ?? []).map {
+                    (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject)
+                }
             }
             routes[route, default: IoRouteDelivery()].receivers = receivers
         }
@@ -942,7 +982,9 @@ public final class CommunicationManager: Sendable {
             }
         }
         if let parseError {
-            reject(counting: malformedCounter) { "dropped an IO value on \(message.topic) that is not JSON: \(parseError)" }
+            reject(counting: malformedCounter) {
+                "dropped an IO value on \(message.topic) that is not JSON: \(parseError)"
+            }
         }
     }
 
@@ -994,7 +1036,8 @@ public final class CommunicationManager: Sendable {
     /// The values routed to an own IO actor, JSON or raw as the actor declares.
     public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
         let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
-        let id = try addIoValueReceiver(of: actor, deliver: { continuation.yield($0) }, reject: nil, finish: continuation.finish)
+        let id = try addIoValueReceiver(
+            of: actor, deliver: { continuation.yield($0) }, reject: nil, finish: continuation.finish)
         continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
         return stream
     }
@@ -1020,7 +1063,8 @@ public final class CommunicationManager: Sendable {
         try state.withLock { state throws(CoatyError) in
             guard state.routing.isOwnActor(actor.objectId) else { throw .unknownIoPoint(actor.objectId) }
             let id = state.makeObserverId()
-            state.ioValueReceivers[actor.objectId, default: []].append(IoValueReceiver(id: id, deliver: deliver, reject: reject, finish: finish))
+            state.ioValueReceivers[actor.objectId, default: []].append(
+                IoValueReceiver(id: id, deliver: deliver, reject: reject, finish: finish))
             rebuildIoRoutes(in: &state)
             return id
         }
@@ -1059,7 +1103,9 @@ public final class CommunicationManager: Sendable {
     /// `observeIoState(of:)` for many own IO points in one stream, each state with its point: the current state of
     /// each, then every Associate that concerns one of them, in order. For a controller with many points, which would
     /// otherwise need a stream and a task per point.
-    package func observeIoStates(of pointIds: [String]) throws(CoatyError) -> ObservationStream<(pointId: String, state: IoState)> {
+    package func observeIoStates(of pointIds: [String]) throws(CoatyError) -> ObservationStream<
+        (pointId: String, state: IoState)
+    > {
         let (stream, continuation) = ObservationStream.makeStream(of: (pointId: String, state: IoState).self)
         let id = try state.withLock { state throws(CoatyError) in
             for pointId in pointIds where !state.routing.isOwnSource(pointId) && !state.routing.isOwnActor(pointId) {

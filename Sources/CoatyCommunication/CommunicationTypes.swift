@@ -72,7 +72,8 @@ public enum CoatyError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidName(let name): "invalid name \"\(name)\": must be non-empty without NUL, '+', '#' or '/'"
-        case .invalidRawTopic(let topic): "invalid Raw topic \"\(topic)\": must be a valid MQTT topic not starting with 'coaty/'"
+        case .invalidRawTopic(let topic):
+            "invalid Raw topic \"\(topic)\": must be a valid MQTT topic not starting with 'coaty/'"
         case .invalidIoRoute(let route): "invalid IO route \"\(route)\": must be an MQTT topic without wildcards"
         case .ioValueFormatMismatch(let sourceId): "IO value format does not match useRawIoValues of source \(sourceId)"
         case .unknownIoPoint(let id): "no IO source or actor \(id) in this agent's IO nodes"
@@ -117,7 +118,8 @@ public struct CommunicationOptions: Sendable, Equatable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 1883, username: String? = nil, password: String? = nil,
-        tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60), reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
+        tls: MQTTTLSOptions? = nil, keepAlive: Duration = .seconds(60),
+        reconnect: MQTTReconnectPolicy = MQTTReconnectPolicy(),
         namespace: String = CoatyTopic.defaultNamespace, shouldEnableCrossNamespacing: Bool = false,
         maximumInboundPayload: Int = CommunicationOptions.defaultMaximumInboundPayload,
         offlineQueue: OfflineQueueLimits = OfflineQueueLimits(), zeroLoss: ZeroLossOptions? = nil,

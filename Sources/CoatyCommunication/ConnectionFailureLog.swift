@@ -17,7 +17,9 @@ package final class ConnectionFailureLog: Sendable {
     private let changeBudget: LogBudget
     private let state = Mutex(State())
 
-    public init(repeatPeriod: Duration = .seconds(600), changeBudget: LogBudget = LogBudget(limit: 10, per: .seconds(600))) {
+    public init(
+        repeatPeriod: Duration = .seconds(600), changeBudget: LogBudget = LogBudget(limit: 10, per: .seconds(600))
+    ) {
         self.repeatPeriod = repeatPeriod
         self.changeBudget = changeBudget
     }

@@ -45,7 +45,8 @@ package enum DottedTopicProbe {
                         return nil
                     }
                 }
-                let topic = "coaty/\(CoatyTopic.protocolVersion)/\(manager.options.namespace)/\(CoatyEventType.channel.rawValue):\(channel)"
+                let topic =
+                    "coaty/\(CoatyTopic.protocolVersion)/\(manager.options.namespace)/\(CoatyEventType.channel.rawValue):\(channel)"
                 return .notDelivered(topic: topic, within: timeout)
             }
             let first = await group.next() ?? nil

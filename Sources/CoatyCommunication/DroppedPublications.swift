@@ -76,7 +76,9 @@ final class DroppedPublications: Sendable {
             if let counter = tally.counters[key] { return counter }
             let counter =
                 if let sourceId {
-                    Counter(label: "coaty_edge_values_dropped_total", dimensions: [("source", sourceId), ("reason", reason.rawValue)])
+                    Counter(
+                        label: "coaty_edge_values_dropped_total",
+                        dimensions: [("source", sourceId), ("reason", reason.rawValue)])
                 } else {
                     Counter(label: "coaty_edge_publications_dropped_total", dimensions: [("reason", reason.rawValue)])
                 }
@@ -87,7 +89,9 @@ final class DroppedPublications: Sendable {
     }
 
     /// Counts values of a source dropped for `reason` and logs them within the budget, as a warning.
-    func drop(_ amount: Int, of sourceId: String, _ reason: ValueDropReason, because explanation: @autoclosure () -> String) {
+    func drop(
+        _ amount: Int, of sourceId: String, _ reason: ValueDropReason, because explanation: @autoclosure () -> String
+    ) {
         guard amount > 0 else { return }
         record(amount, of: sourceId, reason)
         guard case .log(let suppressed) = logBudget.admit() else { return }
@@ -99,7 +103,8 @@ final class DroppedPublications: Sendable {
 
     /// Counts publications that gave way or could not be sent, and logs them within the budget: at notice level for
     /// a stop, which the operator asked for, and as a warning otherwise.
-    func drop(_ dropped: [QueuedPublication], _ reason: ValueDropReason, because explanation: @autoclosure () -> String) {
+    func drop(_ dropped: [QueuedPublication], _ reason: ValueDropReason, because explanation: @autoclosure () -> String)
+    {
         // Join events are never dropped by a bound; at a stop the last will says what an unsent Deadvertise would.
         let publications = dropped.filter { $0.kind != .join }
         guard !publications.isEmpty else { return }
@@ -118,7 +123,9 @@ final class DroppedPublications: Sendable {
         if suppressed > 0 {
             logger.warning("\(suppressed) more drops of publications were not logged")
         }
-        let what = publications.count == 1 ? "a publication on \(publications[0].message.topic)" : "\(publications.count) publications"
+        let what =
+            publications.count == 1
+            ? "a publication on \(publications[0].message.topic)" : "\(publications.count) publications"
         logger.log(level: reason == .stop ? .notice : .warning, "dropped \(what): \(explanation())")
     }
 }

@@ -10,7 +10,9 @@ public struct IoNodeDefinition: Sendable, Hashable {
     public var ioActors: [IoActor]
     public var characteristics: JSONObject?
 
-    public init(contextName: String, ioSources: [IoSource] = [], ioActors: [IoActor] = [], characteristics: JSONObject? = nil) {
+    public init(
+        contextName: String, ioSources: [IoSource] = [], ioActors: [IoActor] = [], characteristics: JSONObject? = nil
+    ) {
         self.contextName = contextName
         self.ioSources = ioSources
         self.ioActors = ioActors
@@ -18,7 +20,8 @@ public struct IoNodeDefinition: Sendable, Hashable {
     }
 
     func makeNode(parentObjectId: String) -> IoNode {
-        IoNode(contextName: contextName, parentObjectId: parentObjectId, ioSources: ioSources, ioActors: ioActors,
+        IoNode(
+            contextName: contextName, parentObjectId: parentObjectId, ioSources: ioSources, ioActors: ioActors,
             characteristics: characteristics)
     }
 }

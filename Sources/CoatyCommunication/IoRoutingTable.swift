@@ -19,7 +19,8 @@ struct IoRoutingTable: Sendable {
 
         static func == (lhs: Effects, rhs: Effects) -> Bool {
             lhs.subscribeRoutes == rhs.subscribeRoutes && lhs.unsubscribeRoutes == rhs.unsubscribeRoutes
-                && lhs.states.map(\.pointId) == rhs.states.map(\.pointId) && lhs.states.map(\.state) == rhs.states.map(\.state)
+                && lhs.states.map(\.pointId) == rhs.states.map(\.pointId)
+                && lhs.states.map(\.state) == rhs.states.map(\.state)
                 && lhs.isRefused == rhs.isRefused
         }
     }
@@ -69,7 +70,8 @@ struct IoRoutingTable: Sendable {
         }
 
         if isSource {
-            updateSource(event.ioSourceId, actorId: event.ioActorId, route: event.associatingRoute,
+            updateSource(
+                event.ioSourceId, actorId: event.ioActorId, route: event.associatingRoute,
                 updateRate: event.updateRate, effects: &effects)
         }
         if isActor {
@@ -82,11 +84,13 @@ struct IoRoutingTable: Sendable {
 
         if isSource {
             let entry = sources[event.ioSourceId]
-            effects.states.append((event.ioSourceId, IoState(hasAssociations: entry != nil, updateRate: entry?.updateRate)))
+            effects.states.append(
+                (event.ioSourceId, IoState(hasAssociations: entry != nil, updateRate: entry?.updateRate)))
         }
         if isActor {
             // False after any disassociation, even if other sources remain: Coaty's behaviour.
-            let hasSources = event.associatingRoute.flatMap { actorsByRoute[$0]?[event.ioActorId]?.isEmpty == false } ?? false
+            let hasSources =
+                event.associatingRoute.flatMap { actorsByRoute[$0]?[event.ioActorId]?.isEmpty == false } ?? false
             effects.states.append((event.ioActorId, IoState(hasAssociations: hasSources, updateRate: nil)))
         }
         return effects

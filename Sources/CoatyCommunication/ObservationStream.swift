@@ -33,7 +33,9 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
     /// A stream and the continuation that feeds it. With a `bufferLimit`, the stream holds at most that many elements
     /// the consumer has not taken: a new one then replaces the oldest (and `yield` says so), so that a consumer that
     /// falls behind a flood costs bounded memory.
-    public static func makeStream(of _: Element.Type = Element.self, bufferLimit: Int? = nil) -> (stream: Self, continuation: Continuation) {
+    public static func makeStream(of _: Element.Type = Element.self, bufferLimit: Int? = nil) -> (
+        stream: Self, continuation: Continuation
+    ) {
         let queue = Queue(limit: Swift.max(1, bufferLimit ?? .max))
         return (Self(consumer: Consumer(queue)), Continuation(queue: queue))
     }
@@ -199,7 +201,8 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             if element != nil || !isOpen { return element }
             return await withTaskCancellationHandler(
                 operation: {
-                    await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Element?, Never>) in
+                    await withUnsafeContinuation(isolation: actor) {
+                        (continuation: UnsafeContinuation<Element?, Never>) in
                         let (element, isWaiting) = state.withLock { state -> (Element?, Bool) in
                             if let element = state.take() { return (element, false) }
                             guard case .open = state.phase else { return (nil, false) }
@@ -221,7 +224,8 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
 
         @usableFromInline
         func finish() {
-            let (waiter, handler) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, (@Sendable () -> Void)?) in
+            let (waiter, handler) = state.withLock {
+                state -> (UnsafeContinuation<Element?, Never>?, (@Sendable () -> Void)?) in
                 guard case .open = state.phase else { return (nil, nil) }
                 state.phase = .finished
                 defer {

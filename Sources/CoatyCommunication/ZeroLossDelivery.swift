@@ -36,7 +36,8 @@ public struct ZeroLossOptions: Sendable, Hashable {
     public static let defaultMaximumBytes = 1024 * 1024
 
     public init(
-        maximumValues: Int = ZeroLossOptions.defaultMaximumValues, maximumBytes: Int = ZeroLossOptions.defaultMaximumBytes,
+        maximumValues: Int = ZeroLossOptions.defaultMaximumValues,
+        maximumBytes: Int = ZeroLossOptions.defaultMaximumBytes,
         dropPolicy: OfflineQueueLimits.DropPolicy = .oldest
     ) {
         self.maximumValues = maximumValues
@@ -86,7 +87,9 @@ enum ZeroLossFrame: Equatable {
         let fields = header.split(separator: " ", omittingEmptySubsequences: false)
         switch (fields.first, fields.count) {
         case ("V", 4):
-            guard let epoch = UInt64(fields[1]), let sequence = UInt64(fields[2]), let oldest = UInt64(fields[3]) else { return nil }
+            guard let epoch = UInt64(fields[1]), let sequence = UInt64(fields[2]), let oldest = UInt64(fields[3]) else {
+                return nil
+            }
             self = .value(epoch: epoch, sequence: sequence, oldest: oldest, payload: Array(bytes[(end + 1)...]))
         case ("S", 2):
             guard let epoch = UInt64(fields[1]), end == bytes.count - 1 else { return nil }
@@ -135,7 +138,8 @@ struct ZeroLossOutbox {
     /// one itself under `.newest`). Without any such agent nothing is kept: the plain copy is all there is.
     mutating func append(_ payload: [UInt8]) -> Int {
         guard hasReceivers else { return 0 }
-        if options.dropPolicy == .newest, count >= options.maximumValues || bytes + payload.count > options.maximumBytes {
+        if options.dropPolicy == .newest, count >= options.maximumValues || bytes + payload.count > options.maximumBytes
+        {
             return 1
         }
         values.append((nextSequence, payload))
@@ -163,7 +167,9 @@ struct ZeroLossOutbox {
     }
 
     /// An actor agent's answer: retires what every receiver has, and for a resume sends again from where it stands.
-    mutating func acknowledge(receiver: String, epoch: UInt64?, next: UInt64, isResume: Bool, at now: ContinuousClock.Instant) {
+    mutating func acknowledge(
+        receiver: String, epoch: UInt64?, next: UInt64, isResume: Bool, at now: ContinuousClock.Instant
+    ) {
         // Anyone on the broker can answer: a bound keeps made-up agents from growing the table without limit.
         guard receivers[receiver] != nil || receivers.count < Self.maximumReceivers else { return }
         let known = epoch == self.epoch && next <= nextSequence

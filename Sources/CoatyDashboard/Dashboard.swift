@@ -15,14 +15,17 @@ public enum Dashboard {
     /// Serves on an online session; `serving` gets the address once the server listens (port 0: the one chosen).
     public static func run(
         _ session: ClientSession, settings: DashboardSettings, logger: Logger,
-        serving: @escaping @Sendable (String) -> Void = { StandardOutput.write("coaty-edge-dashboard: serving \($0)\n") }
+        serving: @escaping @Sendable (String) -> Void = {
+            StandardOutput.write("coaty-edge-dashboard: serving \($0)\n")
+        }
     ) async throws {
         let hub = DashboardHub(settings: settings)
         let manager = session.manager
         let timeout = settings.contextTimeout
         let router = DashboardServer.router(hub: hub) { context, key, value, expectedVersion in
             try await ContextCommands.setProperty(
-                session, contextName: context, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
+                session, contextName: context, key: key, value: value, expectedVersion: expectedVersion,
+                timeout: timeout)
         }
         let host = settings.host
         let application = Application(
@@ -39,7 +42,9 @@ public enum Dashboard {
             group.addTask {
                 await withDiscardingTaskGroup { group in
                     group.addTask {
-                        await ObserveSession.follow(session, filter: ObserveModel.Filter(), tick: .seconds(15), asksForRules: true) { model, step, now in
+                        await ObserveSession.follow(
+                            session, filter: ObserveModel.Filter(), tick: .seconds(15), asksForRules: true
+                        ) { model, step, now in
                             await hub.apply(Self.onlyValues(step) ? nil : model, step: step, at: now)
                         }
                     }
@@ -50,17 +55,25 @@ public enum Dashboard {
                     if let advertised = try? manager.observeAdvertise(objectType: SharedObjectWire.objectType) {
                         group.addTask {
                             for await advertise in advertised {
-                                if let state = SharedObjectState(advertise.event.object) { await hub.apply(sharedObject: state) }
+                                if let state = SharedObjectState(advertise.event.object) {
+                                    await hub.apply(sharedObject: state)
+                                }
                             }
                         }
                     }
                     let deadvertised = manager.observeDeadvertise()
                     group.addTask {
-                        for await deadvertise in deadvertised { await hub.removeSharedObjects(deadvertise.event.objectIds) }
+                        for await deadvertise in deadvertised {
+                            await hub.removeSharedObjects(deadvertise.event.objectIds)
+                        }
                     }
                     group.addTask {
-                        for await resolve in manager.publishDiscover(.objectTypes([SharedObjectWire.objectType]), timeout: .seconds(3)) {
-                            if let object = resolve.event.object, let state = SharedObjectState(object) { await hub.apply(sharedObject: state) }
+                        for await resolve in manager.publishDiscover(
+                            .objectTypes([SharedObjectWire.objectType]), timeout: .seconds(3))
+                        {
+                            if let object = resolve.event.object, let state = SharedObjectState(object) {
+                                await hub.apply(sharedObject: state)
+                            }
                         }
                     }
                     // Open event streams would hold the server's shutdown: end them when the dashboard stops.

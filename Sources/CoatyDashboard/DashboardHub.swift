@@ -85,7 +85,8 @@ public actor DashboardHub {
 
     /// A new page's stream: the snapshot, then every event, until the page goes or falls behind.
     public func subscribe(now: Int64) -> AsyncStream<String> {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(Self.pageBuffer))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: String.self, bufferingPolicy: .bufferingOldest(Self.pageBuffer))
         guard !isClosed else {
             continuation.finish()
             return stream
@@ -117,20 +118,28 @@ public actor DashboardHub {
         events += lastValues.sorted { $0.key < $1.key }.map(\.value)
         var histories: JSONObject = [:]
         for (sourceId, history) in self.histories.sorted(by: { $0.key < $1.key }) {
-            histories[sourceId] = .array(history.buckets.map { bucket in
-                .array([.number(Double(bucket.time)), .number(bucket.mean), .number(bucket.minimum), .number(bucket.maximum), .number(Double(bucket.count))])
-            })
+            histories[sourceId] = .array(
+                history.buckets.map { bucket in
+                    .array([
+                        .number(Double(bucket.time)), .number(bucket.mean), .number(bucket.minimum),
+                        .number(bucket.maximum), .number(Double(bucket.count)),
+                    ])
+                })
         }
         return [
             "time": .number(Double(time)),
             "broker": ["online": .bool(brokerOnline)],
             "history": [
                 "window": .number(Double(settings.historyWindow)),
-                "bucketWidth": .number(Double(ValueHistory(window: settings.historyWindow, capacity: settings.historyBuckets).bucketWidth)),
+                "bucketWidth": .number(
+                    Double(ValueHistory(window: settings.historyWindow, capacity: settings.historyBuckets).bucketWidth)),
                 "sources": .object(histories),
             ],
             "events": .array(events.map(JSONValue.object)),
-            "sharedObjects": .array(sharedObjects.values.sorted { ($0.name, $0.objectId) < ($1.name, $1.objectId) }.map { .object(Self.json($0)) }),
+            "sharedObjects": .array(
+                sharedObjects.values.sorted { ($0.name, $0.objectId) < ($1.name, $1.objectId) }.map {
+                    .object(Self.json($0))
+                }),
         ]
     }
 
@@ -170,7 +179,8 @@ public actor DashboardHub {
 
     static func json(_ state: SharedObjectState) -> JSONObject {
         var json: JSONObject = [
-            "event": "sharedObject", "objectId": .string(state.objectId), "name": .string(state.name), "hostId": .string(state.hostId),
+            "event": "sharedObject", "objectId": .string(state.objectId), "name": .string(state.name),
+            "hostId": .string(state.hostId),
             "version": .number(Double(state.version)), "data": .object(state.data), "readOnly": .bool(state.isReadOnly),
         ]
         json.set("expiryMinutes", ifPresent: state.expiryMinutes.map(JSONValue.number))

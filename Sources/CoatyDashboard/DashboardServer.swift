@@ -16,15 +16,20 @@ import Hummingbird
 ///   It needs the header `X-Coaty-Dashboard: 1`, which a page of another site cannot send without asking.
 public enum DashboardServer {
     /// Changes the IO context; answers the line `context set` prints, or throws its `CommandFailure`.
-    public typealias ContextChange = @Sendable (_ context: String?, _ key: String, _ value: JSONValue, _ expectedVersion: Int?) async throws -> String
+    public typealias ContextChange =
+        @Sendable (_ context: String?, _ key: String, _ value: JSONValue, _ expectedVersion: Int?) async throws ->
+        String
 
     static let maximumRequestBody = 64 * 1024
 
-    public static func router(hub: DashboardHub, changeContext: @escaping ContextChange) -> Router<BasicRequestContext> {
+    public static func router(hub: DashboardHub, changeContext: @escaping ContextChange) -> Router<BasicRequestContext>
+    {
         let router = Router()
         router.add(middleware: SecurityMiddleware(token: hub.settings.token))
         router.get("/") { _, _ in page(PackageResources.dashboard_html, type: "text/html; charset=utf-8") }
-        router.get("/dashboard.js") { _, _ in page(PackageResources.dashboard_js, type: "text/javascript; charset=utf-8") }
+        router.get("/dashboard.js") { _, _ in
+            page(PackageResources.dashboard_js, type: "text/javascript; charset=utf-8")
+        }
         router.get("/dashboard.css") { _, _ in page(PackageResources.dashboard_css, type: "text/css; charset=utf-8") }
         let library = ChartLibrary(directory: hub.settings.chartLibraryDirectory)
         router.get("/lib/:file") { _, context in
@@ -37,12 +42,14 @@ public enum DashboardServer {
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream; charset=utf-8"
             headers[.cacheControl] = "no-store"
-            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                for await message in stream {
-                    try await writer.write(ByteBuffer(string: message))
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: .ok, headers: headers,
+                body: ResponseBody { writer in
+                    for await message in stream {
+                        try await writer.write(ByteBuffer(string: message))
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.get("/api/state") { _, _ in
             json(.ok, await hub.snapshot(at: ClockTime.now()))
@@ -56,7 +63,9 @@ public enum DashboardServer {
             do {
                 body = try await request.collectBody(upTo: maximumRequestBody)
             } catch {
-                return json(.contentTooLarge, ["ok": false, "error": .string("the request is larger than \(maximumRequestBody) bytes")])
+                return json(
+                    .contentTooLarge,
+                    ["ok": false, "error": .string("the request is larger than \(maximumRequestBody) bytes")])
             }
             let change: (context: String?, key: String, value: JSONValue, expectedVersion: Int?)
             do {
@@ -107,13 +116,16 @@ public enum DashboardServer {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: value.serialized())))
+        return Response(
+            status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: value.serialized())))
     }
 }
 
 /// Debian's libjs-dygraphs, read once from its installed files; missing files make the page show values as text only.
 struct ChartLibrary: Sendable {
-    static let files = ["dygraph.min.js": "text/javascript; charset=utf-8", "dygraph.min.css": "text/css; charset=utf-8"]
+    static let files = [
+        "dygraph.min.js": "text/javascript; charset=utf-8", "dygraph.min.css": "text/css; charset=utf-8",
+    ]
     let contents: [String: [UInt8]]
 
     init(directory: String) {
@@ -135,7 +147,9 @@ struct ChartLibrary: Sendable {
 struct SecurityMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String?
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         if let token, !TokenCheck.authorizes(request.headers[.authorization], token: token) {
             var headers = HTTPFields()
             headers[.wwwAuthenticate] = "Basic realm=\"coaty-edge dashboard\", charset=\"UTF-8\""
@@ -144,7 +158,8 @@ struct SecurityMiddleware<Context: RequestContext>: RouterMiddleware {
         var response = try await next(request, context)
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        response.headers[.contentSecurityPolicy] = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:"
+        response.headers[.contentSecurityPolicy] =
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:"
         return response
     }
 }

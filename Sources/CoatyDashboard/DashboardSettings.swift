@@ -52,7 +52,8 @@ public struct DashboardSettings: Sendable {
         if !Self.isLoopback(host) && token == nil {
             throw CommandFailure(
                 .usage,
-                "listening on \(host) needs --token-file: the page can change the IO context (or listen on 127.0.0.1 and use an SSH tunnel)")
+                "listening on \(host) needs --token-file: the page can change the IO context (or listen on 127.0.0.1 and use an SSH tunnel)"
+            )
         }
         if let token, token.isEmpty { throw CommandFailure(.configuration, "the token file is empty") }
     }

@@ -39,7 +39,9 @@ public struct AgentConfiguration: Sendable {
 
     /// Reads and checks a configuration file; every error names the file, the JSON path and the reason.
     /// `allowsOpenPasswordFile`: see `Configuration.load`.
-    public static func load(file: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> AgentConfiguration {
+    public static func load(file: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError)
+        -> AgentConfiguration
+    {
         let base = try Configuration.load(file: file, allowsOpenPasswordFile: allowsOpenPasswordFile)
         return try AgentConfiguration(base: base, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
@@ -81,7 +83,9 @@ public struct AgentConfiguration: Sendable {
         bridge = try BridgeSettings.read(base, devices: devices, allowsOpenPasswordFile: allowsOpenPasswordFile)
     }
 
-    private static func readRouter(name: String, _ options: JSONCursor, configurationFile: String) throws -> RouterSettings {
+    private static func readRouter(name: String, _ options: JSONCursor, configurationFile: String) throws
+        -> RouterSettings
+    {
         try options.allowOnly(["type", "ioContext", "rules", "maxNodes"])
         var nodeLimit = IoRouter.defaultNodeLimit
         if let maximum = try options.optional("maxNodes") {
@@ -94,7 +98,9 @@ public struct AgentConfiguration: Sendable {
         if json["objectId"] == nil { json["objectId"] = .string(CoatyUUID.random()) }
         let context = try IoContext(validating: .object(json), at: contextCursor.path)
         guard CoatyName.isValid(context.name) else {
-            throw JSONShapeError(path: contextCursor.path.appending("name"), reason: "the context name must be non-empty without '+', '#' or '/'")
+            throw JSONShapeError(
+                path: contextCursor.path.appending("name"),
+                reason: "the context name must be non-empty without '+', '#' or '/'")
         }
         guard let rulesCursor = try options.optional("rules") else {
             return RouterSettings(name: name, context: context, rules: .allCompatiblePairs, nodeLimit: nodeLimit)
@@ -103,13 +109,16 @@ public struct AgentConfiguration: Sendable {
         do {
             if isDirectory(path) {
                 return RouterSettings(
-                    name: name, context: context, rules: .directory(path, initial: try RoutingRuleSet.load(directory: path)),
+                    name: name, context: context,
+                    rules: .directory(path, initial: try RoutingRuleSet.load(directory: path)),
                     nodeLimit: nodeLimit)
             }
             return RouterSettings(
-                name: name, context: context, rules: .file(path, initial: try RoutingRuleSet.load(files: [path])), nodeLimit: nodeLimit)
+                name: name, context: context, rules: .file(path, initial: try RoutingRuleSet.load(files: [path])),
+                nodeLimit: nodeLimit)
         } catch {
-            throw ConfigurationError(file: configurationFile, path: rulesCursor.path, reason: "the rules do not load:\n" + error.description)
+            throw ConfigurationError(
+                file: configurationFile, path: rulesCursor.path, reason: "the rules do not load:\n" + error.description)
         }
     }
 }

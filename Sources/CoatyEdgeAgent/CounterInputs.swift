@@ -61,7 +61,8 @@ final class CounterInputs: Sendable {
             do throws(GPIOError) {
                 let line = try GPIOChips.resolve(device.line)
                 counter = try GPIOPulseCounter(
-                    chip: line.chipPath, line: line.offset, activeLow: device.activeLow, edge: device.edge, debounce: device.debounce)
+                    chip: line.chipPath, line: line.offset, activeLow: device.activeLow, edge: device.edge,
+                    debounce: device.debounce)
                 if failures == 0 { logger.info("\(device.label) counts on \(line), from \(base)") }
             } catch {
                 failures += 1
@@ -95,7 +96,8 @@ final class CounterInputs: Sendable {
                         }
                     }
                     published.publish(
-                        total: stateFile == nil || stored == total ? total : nil, rate: rate.sample(total, at: clock.now),
+                        total: stateFile == nil || stored == total ? total : nil,
+                        rate: rate.sample(total, at: clock.now),
                         of: device, with: publish)
                     next = next.advanced(by: device.publishInterval)
                     guard (try? await clock.sleep(until: next)) != nil else { break }

@@ -27,7 +27,8 @@ final class DeviceController: Controller, PointHost {
         } else {
             emulation = nil
         }
-        let sourceDevices = SourceDevices(devices: devices, sources: sources, status: status, buses: I2CBusPool(), feed: feed)
+        let sourceDevices = SourceDevices(
+            devices: devices, sources: sources, status: status, buses: I2CBusPool(), feed: feed)
         self.sourceDevices = sourceDevices
         outputs = OutputDevices(devices: devices.outputs, actors: actors, status: status, feed: feed)
         let publish: @Sendable (JSONValue, String) -> Void = { value, sourceId in
@@ -43,11 +44,14 @@ final class DeviceController: Controller, PointHost {
     func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
         let actorsById = Dictionary(
-            manager.ioNodeDefinitions.flatMap(\.ioActors).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
+            manager.ioNodeDefinitions.flatMap(\.ioActors).map { ($0.objectId, $0) },
+            uniquingKeysWith: { first, _ in first })
         let sourcesById = Dictionary(
-            manager.ioNodeDefinitions.flatMap(\.ioSources).map { ($0.objectId, $0) }, uniquingKeysWith: { first, _ in first })
+            manager.ioNodeDefinitions.flatMap(\.ioSources).map { ($0.objectId, $0) },
+            uniquingKeysWith: { first, _ in first })
         status.reset(
-            sourceDevices.sensorStatusEntries + outputs.statusEntries + pwmOutputs.statusEntries + sourceDevices.inputStatusEntries
+            sourceDevices.sensorStatusEntries + outputs.statusEntries + pwmOutputs.statusEntries
+                + sourceDevices.inputStatusEntries
                 + counters.statusEntries)
         await withDiscardingTaskGroup { group in
             if let emulation {

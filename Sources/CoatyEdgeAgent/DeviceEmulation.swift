@@ -41,7 +41,10 @@ final class DeviceEmulation: Sendable {
                     throw EmulationSetupError("\(sensor.path): cannot emulate the bus \(bus); name it /dev/i2c-N")
                 }
                 try hardware.addI2CBus(number)
-                chips.append(Chip(chip: try hardware.addChip(sensor.driver.emulatedModel, bus: number, address: address), phase: phase))
+                chips.append(
+                    Chip(
+                        chip: try hardware.addChip(sensor.driver.emulatedModel, bus: number, address: address),
+                        phase: phase))
             case .oneWire(let deviceId):
                 let directory = "\(root)/bus/w1/devices/\(deviceId)"
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -80,8 +83,10 @@ final class DeviceEmulation: Sendable {
         for (chip, lines) in linesByChip {
             guard let number = numbers[chip] else { continue }
             let count = max(lines, 32)
-            let emulated = GPIOChips.isDeviceName(chip)
-                ? try hardware.addGPIOChip(number, lines: count) : try hardware.addGPIOChip(number, lines: count, label: chip)
+            let emulated =
+                GPIOChips.isDeviceName(chip)
+                ? try hardware.addGPIOChip(number, lines: count)
+                : try hardware.addGPIOChip(number, lines: count, label: chip)
             if namedChips.contains(chip) {
                 for offset in 0..<count { try emulated.name(line: offset, "GPIO\(offset)") }
             }
@@ -115,7 +120,8 @@ final class DeviceEmulation: Sendable {
 
     /// Writes `outputLevelsFile` whenever an output line's level changes (looked at every 50 ms), until cancelled.
     func recordOutputLevels() async {
-        guard !outputs.isEmpty, (try? FileManager.default.createDirectory(atPath: sysfsRoot, withIntermediateDirectories: true)) != nil
+        guard !outputs.isEmpty,
+            (try? FileManager.default.createDirectory(atPath: sysfsRoot, withIntermediateDirectories: true)) != nil
         else { return }
         var written: String?
         while !Task.isCancelled {
@@ -123,7 +129,9 @@ final class DeviceEmulation: Sendable {
                 let level = (try? output.chip.state(line: output.line)).map { $0.level ? "1" : "0" } ?? "?"
                 return "\(output.name) \(output.line) \(level)\n"
             }.joined()
-            if text != written, (try? Data(text.utf8).write(to: URL(fileURLWithPath: outputLevelsFile), options: .atomic)) != nil {
+            if text != written,
+                (try? Data(text.utf8).write(to: URL(fileURLWithPath: outputLevelsFile), options: .atomic)) != nil
+            {
                 written = text
             }
             try? await Task.sleep(for: .milliseconds(50))

@@ -34,7 +34,8 @@ final class DeviceStatus: Sendable {
     /// Records that a device works (`error` nil) or fails; a change is advertised.
     func set(_ label: String, error: String?) {
         state.withLock { state in
-            guard let index = state.entries.firstIndex(where: { $0.label == label }), state.entries[index].error != error
+            guard let index = state.entries.firstIndex(where: { $0.label == label }),
+                state.entries[index].error != error
             else { return }
             state.entries[index].error = error
             state.changes?.yield()
@@ -67,17 +68,19 @@ final class DeviceStatus: Sendable {
     private func object(of manager: CommunicationManager) -> CoatyObject {
         let (objectId, entries) = state.withLock { ($0.objectId, $0.entries) }
         var object = CoatyObject(
-            coreType: .coatyObject, objectType: Self.objectType, objectId: objectId, name: "\(manager.identity.name) devices")
+            coreType: .coatyObject, objectType: Self.objectType, objectId: objectId,
+            name: "\(manager.identity.name) devices")
         object.parentObjectId = manager.identity.objectId
-        object["devices"] = .array(entries.map { device in
-            var entry: JSONObject = [
-                "label": .string(device.label), "driver": .string(device.kind),
-                "ioPoints": .array(device.ioPoints.map(JSONValue.string)),
-                "state": .string(device.error == nil ? "ok" : "failing"),
-            ]
-            entry.set("error", ifPresent: device.error.map(JSONValue.string))
-            return .object(entry)
-        })
+        object["devices"] = .array(
+            entries.map { device in
+                var entry: JSONObject = [
+                    "label": .string(device.label), "driver": .string(device.kind),
+                    "ioPoints": .array(device.ioPoints.map(JSONValue.string)),
+                    "state": .string(device.error == nil ? "ok" : "failing"),
+                ]
+                entry.set("error", ifPresent: device.error.map(JSONValue.string))
+                return .object(entry)
+            })
         return object
     }
 }

@@ -30,7 +30,8 @@ public enum EdgeAgent {
             case .directory(let path, let rules), .file(let path, let rules):
                 let ioRouter = IoRouter(context: router.context, rules: rules, nodeLimit: router.nodeLimit)
                 controllers.append((router.name, ioRouter))
-                controllers.append(("\(router.name).rules", RuleFilesController(router: ioRouter, path: path, initial: rules)))
+                controllers.append(
+                    ("\(router.name).rules", RuleFilesController(router: ioRouter, path: path, initial: rules)))
             }
         }
         var pointHost: any PointHost = NoDevicePoints()
@@ -41,8 +42,14 @@ public enum EdgeAgent {
         }
         // After the devices: on a stop, the outputs take their safe state before the bridge publishes its last states.
         if let bridge = configuration.bridge {
-            let connection = MQTTTopicsBridge.ConnectionSettings(communication: configuration.base.communication, settings: bridge)
-            controllers.append(("MQTTTopics", MQTTTopicsBridge(settings: bridge, host: pointHost, connection: connection, makeTransport: makeTransport)))
+            let connection = MQTTTopicsBridge.ConnectionSettings(
+                communication: configuration.base.communication, settings: bridge)
+            controllers.append(
+                (
+                    "MQTTTopics",
+                    MQTTTopicsBridge(
+                        settings: bridge, host: pointHost, connection: connection, makeTransport: makeTransport)
+                ))
         }
         if configuration.printsReceivedValues {
             controllers.append(("Console", ConsoleController(actors: actors)))

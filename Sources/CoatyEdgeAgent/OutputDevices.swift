@@ -68,7 +68,10 @@ final class OutputDevices: Sendable {
     private static func label(of device: OutputDevice) -> String { "GPIO output \(device.line)" }
 
     /// Drives the outputs until cancelled.
-    func run(actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects, logger: Logger) async {
+    func run(
+        actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects,
+        logger: Logger
+    ) async {
         // The lines stay requested after a stop, holding their safe state until the process ends. The stop flag is
         // cleared when the run ends, for a next start: cleared at the start, it would undo a stop that came before
         // this task first ran (a SIGTERM right after start, on a loaded machine).
@@ -78,7 +81,8 @@ final class OutputDevices: Sendable {
                 guard let actor = actorsById[device.ioActorId] else { continue }
                 let wiring = Wiring(
                     device: device, actor: actor, label: Self.label(of: device), logger: logger,
-                    suppressed: Counter(label: "coaty_edge_output_switches_suppressed_total", dimensions: [("actor", actor.objectId)]))
+                    suppressed: Counter(
+                        label: "coaty_edge_output_switches_suppressed_total", dimensions: [("actor", actor.objectId)]))
                 group.addTask { await self.drive(wiring, manager: manager) }
                 if case .sharedHysteresis(let thresholds) = device.control {
                     group.addTask { await self.follow(thresholds, of: wiring, sharedObjects: sharedObjects) }
@@ -91,20 +95,24 @@ final class OutputDevices: Sendable {
 
     private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
         let device = wiring.device
-        let (holdEnds, holdEndsContinuation) = AsyncStream.makeStream(of: ContinuousClock.Instant.self, bufferingPolicy: .bufferingNewest(1))
+        let (holdEnds, holdEndsContinuation) = AsyncStream.makeStream(
+            of: ContinuousClock.Instant.self, bufferingPolicy: .bufferingNewest(1))
         let opening = await OutputLifecycle.open(
             wiring.label, for: wiring.actor, verb: "request", logger: wiring.logger, status: status
         ) {
             let resolved = try GPIOChips.resolve(device.line)
             let line = try GPIOOutput(
-                chip: resolved.chipPath, line: resolved.offset, activeLow: device.activeLow, initiallyActive: device.initial)
+                chip: resolved.chipPath, line: resolved.offset, activeLow: device.activeLow,
+                initiallyActive: device.initial)
             if !GPIOChips.isDeviceName(device.line.chip) || device.line.offset == nil {
                 wiring.logger.info("\(wiring.label) is \(resolved)")
             }
             var driver = try OutputDriver(line: line, logic: device.logic, limits: device.limits, at: clock.now)
             let isStopping = state.withLock { state in
                 // Shared thresholds that arrived while the line was being requested.
-                if case .sharedHysteresis(let thresholds) = device.control, let hysteresis = thresholds.hysteresis(state.sharedData) {
+                if case .sharedHysteresis(let thresholds) = device.control,
+                    let hysteresis = thresholds.hysteresis(state.sharedData)
+                {
                     _ = driver.retune(hysteresis, at: clock.now)
                 }
                 state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
@@ -131,14 +139,17 @@ final class OutputDevices: Sendable {
                 let pulseEnded = self.state.withLock { state in
                     state.outputs[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
                 }
-                self.change(wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time") {
+                self.change(
+                    wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time"
+                ) {
                     driver, now in driver.settle(at: now)
                 }
             },
             lost: {
                 self.state.withLock { state in
                     guard !state.isStopping else { return }
-                    self.enterSafeState(of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                    self.enterSafeState(
+                        of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
                 }
             })
     }
@@ -159,17 +170,22 @@ final class OutputDevices: Sendable {
             for name in thresholds.sharedObjectNames.sorted() {
                 group.addTask {
                     for await data in sharedObjects.data(of: name) {
-                        guard let (on, off) = self.state.withLock({ state in
-                            state.sharedData[name] = data
-                            return thresholds.thresholds(state.sharedData)
-                        }) else { continue }
+                        guard
+                            let (on, off) = self.state.withLock({ state in
+                                state.sharedData[name] = data
+                                return thresholds.thresholds(state.sharedData)
+                            })
+                        else { continue }
                         guard let hysteresis = thresholds.hysteresis(on: on, off: off) else {
-                            wiring.logger.warning("\(wiring.name) keeps its thresholds: on \(on) and off \(off) from shared objects leave no band")
+                            wiring.logger.warning(
+                                "\(wiring.name) keeps its thresholds: on \(on) and off \(off) from shared objects leave no band"
+                            )
                             continue
                         }
                         self.change(wiring, by: "new thresholds") { driver, now in
                             if driver.logic.hysteresis != hysteresis {
-                                wiring.logger.info("\(wiring.name) thresholds now on \(hysteresis.on), off \(hysteresis.off)")
+                                wiring.logger.info(
+                                    "\(wiring.name) thresholds now on \(hysteresis.on), off \(hysteresis.off)")
                             }
                             return driver.retune(hysteresis, at: now)
                         }
@@ -193,7 +209,8 @@ final class OutputDevices: Sendable {
             state.outputs[actorId] = output
             // The output's task wakes at the earliest of a held-back switch and the end of a pulse, and asks again.
             if case .suppressed(_, let remaining) = outcome {
-                output.holdEnds.yield(min(now.advanced(by: remaining), output.driver.pulseDeadline ?? now.advanced(by: remaining)))
+                output.holdEnds.yield(
+                    min(now.advanced(by: remaining), output.driver.pulseDeadline ?? now.advanced(by: remaining)))
             } else if let pulseEnds = output.driver.pulseDeadline {
                 output.holdEnds.yield(pulseEnds)
             }
@@ -205,11 +222,13 @@ final class OutputDevices: Sendable {
                 wiring.suppressed.increment()
                 if case .log(let suppressedBefore) = wiring.suppressionLog.admit() {
                     if suppressedBefore > 0 {
-                        wiring.logger.notice("\(suppressedBefore) more switches of \(wiring.name) were held back without a log line")
+                        wiring.logger.notice(
+                            "\(suppressedBefore) more switches of \(wiring.name) were held back without a log line")
                     }
                     let limit = on ? "minOffTime" : "minOnTime"
                     wiring.logger.notice(
-                        "\(wiring.name) held back a switch \(on ? "on" : "off") by \(cause()) for \(Self.seconds(remaining)) (\(limit)); it takes the state last asked for then")
+                        "\(wiring.name) held back a switch \(on ? "on" : "off") by \(cause()) for \(Self.seconds(remaining)) (\(limit)); it takes the state last asked for then"
+                    )
                 }
             case .rejected(let rejected):
                 wiring.logger.warning("\(wiring.name) ignored \(rejected): not a value it understands")
@@ -253,7 +272,8 @@ final class OutputDevices: Sendable {
         case .switched(let on):
             wiring.logger.notice("\(wiring.label) to its safe state (\(on ? "on" : "off")): \(reason)")
         case .failed(let error):
-            wiring.logger.error("\(wiring.label) cannot go to its safe state (\(safeState.rawValue)): \(error); \(reason)")
+            wiring.logger.error(
+                "\(wiring.label) cannot go to its safe state (\(safeState.rawValue)): \(error); \(reason)")
             status.set(wiring.label, error: error.description)
         case .unchanged, .suppressed, .rejected:
             let line = output.driver.lineState.map { $0 ? "on" : "off" } ?? "unknown"

@@ -62,12 +62,17 @@ final class PWMOutputs: Sendable {
 
     var statusEntries: [DeviceStatus.Entry] {
         devices.map { device in
-            DeviceStatus.Entry(label: device.label, kind: "pwm-output", ioPoints: [device.ioActorId] + [device.dutySourceId].compactMap { $0 })
+            DeviceStatus.Entry(
+                label: device.label, kind: "pwm-output",
+                ioPoints: [device.ioActorId] + [device.dutySourceId].compactMap { $0 })
         }
     }
 
     /// Drives the outputs until cancelled.
-    func run(actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects, logger: Logger) async {
+    func run(
+        actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects,
+        logger: Logger
+    ) async {
         defer { state.withLock { $0.isStopping = false } }
         await withDiscardingTaskGroup { group in
             for device in devices {
@@ -75,7 +80,9 @@ final class PWMOutputs: Sendable {
                 let wiring = Wiring(device: device, actor: actor, logger: logger)
                 group.addTask { await self.drive(wiring, manager: manager) }
                 if case .curve(let curve) = device.control, case .shared(let object, let key, _) = curve.points {
-                    group.addTask { await self.follow(object: object, key: key, of: wiring, sharedObjects: sharedObjects) }
+                    group.addTask {
+                        await self.follow(object: object, key: key, of: wiring, sharedObjects: sharedObjects)
+                    }
                 }
             }
         }
@@ -83,7 +90,8 @@ final class PWMOutputs: Sendable {
 
     private func drive(_ wiring: Wiring, manager: CommunicationManager) async {
         let device = wiring.device
-        let (wakeups, wakeupsContinuation) = AsyncStream.makeStream(of: Instant.self, bufferingPolicy: .bufferingNewest(1))
+        let (wakeups, wakeupsContinuation) = AsyncStream.makeStream(
+            of: Instant.self, bufferingPolicy: .bufferingNewest(1))
         let opening = await OutputLifecycle.open(
             wiring.label, for: wiring.actor, verb: "start", logger: wiring.logger, status: status
         ) {
@@ -101,7 +109,8 @@ final class PWMOutputs: Sendable {
             }
             status.set(wiring.label, error: nil)
             wiring.logger.info(
-                "\(wiring.name) runs at \(JSONValue.number(device.settings.frequency)) Hz, duty \(Self.percent(device.settings.initialDuty))")
+                "\(wiring.name) runs at \(JSONValue.number(device.settings.frequency)) Hz, duty \(Self.percent(device.settings.initialDuty))"
+            )
             if let source = device.dutySourceId { publishDuty(device.settings.initialDuty, source) }
             return isStopping
         }
@@ -121,7 +130,8 @@ final class PWMOutputs: Sendable {
             lost: {
                 self.state.withLock { state in
                     guard !state.isStopping else { return }
-                    self.enterSafeState(of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                    self.enterSafeState(
+                        of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
                 }
             })
     }
@@ -136,16 +146,21 @@ final class PWMOutputs: Sendable {
                 do {
                     curve = try FanCurve(json: points)
                 } catch {
-                    wiring.logger.warning("\(wiring.name) keeps its curve: \(object).\(key) is not a fan curve: \(error)")
+                    wiring.logger.warning(
+                        "\(wiring.name) keeps its curve: \(object).\(key) is not a fan curve: \(error)")
                     continue
                 }
             } else {
-                guard case .curve(let settings) = wiring.device.control, let fallback = settings.initialCurve else { continue }
+                guard case .curve(let settings) = wiring.device.control, let fallback = settings.initialCurve else {
+                    continue
+                }
                 curve = fallback
             }
             change(wiring, by: "new curve points") { driver, now in
                 if driver.follower?.curve != curve {
-                    wiring.logger.info("\(wiring.name) curve now \(curve.points.map { "\(JSONValue.number($0.input)): \(Self.percent($0.duty))" }.joined(separator: ", "))")
+                    wiring.logger.info(
+                        "\(wiring.name) curve now \(curve.points.map { "\(JSONValue.number($0.input)): \(Self.percent($0.duty))" }.joined(separator: ", "))"
+                    )
                 }
                 return driver.retune(curve, at: now)
             }

@@ -35,7 +35,8 @@ final class SourceDevices: Sendable {
     static let latestValueDelay: Duration = .seconds(1)
 
     init(
-        devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus, buses: I2CBusPool, feed: PointFeed
+        devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, status: DeviceStatus,
+        buses: I2CBusPool, feed: PointFeed
     ) {
         self.devices = devices
         self.feed = feed
@@ -48,19 +49,23 @@ final class SourceDevices: Sendable {
     var sensorStatusEntries: [DeviceStatus.Entry] {
         devices.sensors.map { sensor in
             DeviceStatus.Entry(
-                label: sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label, kind: sensor.driver.rawValue,
+                label: sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label,
+                kind: sensor.driver.rawValue,
                 ioPoints: sensor.sources.map(\.ioSourceId))
         }
     }
 
     /// The entries of the inputs in the device status, in configuration order.
     var inputStatusEntries: [DeviceStatus.Entry] {
-        devices.inputs.map { DeviceStatus.Entry(label: "GPIO input \($0.line)", kind: "gpio-input", ioPoints: [$0.ioSourceId]) }
+        devices.inputs.map {
+            DeviceStatus.Entry(label: "GPIO input \($0.line)", kind: "gpio-input", ioPoints: [$0.ioSourceId])
+        }
     }
 
     /// Polls, watches and publishes until cancelled.
     func run(sources sourcesById: [String: IoSource], logger: Logger) async {
-        let deviceSourceIds = devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
+        let deviceSourceIds =
+            devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
             + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
         rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
         // Sensors with the same interval are spread evenly over it. Those whose reads never wait (sysfs attributes)
@@ -78,9 +83,11 @@ final class SourceDevices: Sendable {
                 of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
             let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
             if sensor.readsWithoutWaiting {
-                together.append(.init(
-                    sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
-                    phase: phase))
+                together.append(
+                    .init(
+                        sensor: sensor, interval: device.pollInterval, backoff: device.retry,
+                        pipelines: device.pipelines,
+                        phase: phase))
                 togetherWirings.append(SensorWiring(device, label: sensor.label))
             } else {
                 alone.append((device, sensor, phase))
@@ -97,14 +104,18 @@ final class SourceDevices: Sendable {
             }
             if !alone.isEmpty { group.addTask { await scheduler.run() } }
             for (device, sensor, phase) in alone {
-                group.addTask { await self.poll(device, sensor: sensor, scheduler: scheduler, phase: phase, logger: logger) }
+                group.addTask {
+                    await self.poll(device, sensor: sensor, scheduler: scheduler, phase: phase, logger: logger)
+                }
             }
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
             }
             let sourceIds = Set(deviceSourceIds.filter { sourcesById[$0] != nil })
             if !sourceIds.isEmpty {
-                group.addTask { await self.publishLatestValues(of: sourceIds, sourcesById: sourcesById, logger: logger) }
+                group.addTask {
+                    await self.publishLatestValues(of: sourceIds, sourcesById: sourcesById, logger: logger)
+                }
             }
         }
     }
@@ -124,9 +135,11 @@ final class SourceDevices: Sendable {
             self.label = label
             var sources: [(quantity: Quantity, ioSourceId: String, read: Counter)] = []
             for binding in device.sources where !sources.contains(where: { $0.quantity == binding.quantity }) {
-                sources.append((
-                    binding.quantity, binding.ioSourceId,
-                    Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)])))
+                sources.append(
+                    (
+                        binding.quantity, binding.ioSourceId,
+                        Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)])
+                    ))
             }
             self.sources = sources
             errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", label)])
@@ -134,7 +147,8 @@ final class SourceDevices: Sendable {
     }
 
     private func poll(
-        _ device: SensorDevice, sensor: any Sensor, scheduler: PollScheduler<ContinuousClock>, phase: Duration, logger: Logger
+        _ device: SensorDevice, sensor: any Sensor, scheduler: PollScheduler<ContinuousClock>, phase: Duration,
+        logger: Logger
     ) async {
         let poller = SensorPoller(
             sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
@@ -176,7 +190,8 @@ final class SourceDevices: Sendable {
             do {
                 let line = try GPIOChips.resolve(device.line)
                 let input = try GPIOInput(
-                    chip: line.chipPath, line: line.offset, activeLow: device.activeLow, debounceWindow: device.debounce)
+                    chip: line.chipPath, line: line.offset, activeLow: device.activeLow, debounceWindow: device.debounce
+                )
                 status.set(label, error: nil)
                 failures = 0
                 for try await value in InputValues(input: input, mapping: device.mapping) {
@@ -229,7 +244,9 @@ final class SourceDevices: Sendable {
             }
             while let (id, due) = await resends.next() {
                 guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { break }
-                guard resends.take(id, due: due), let source = sourcesById[id], sources.isAssociated(source) else { continue }
+                guard resends.take(id, due: due), let source = sourcesById[id], sources.isAssociated(source) else {
+                    continue
+                }
                 do {
                     try latest.withLock { latest throws(CoatyError) in
                         guard let value = latest[id] else { return }
@@ -282,12 +299,14 @@ private final class LatestValueResends: Sendable {
     /// The next resend in line, waiting for one if there is none; nil once finished or cancelled.
     func next() async -> (String, ContinuousClock.Instant)? {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<(String, ContinuousClock.Instant)?, Never>) in
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<(String, ContinuousClock.Instant)?, Never>) in
                 let now: (String, ContinuousClock.Instant)?? = state.withLock { state in
                     if state.head < state.queue.count {
                         let next = state.queue[state.head]
                         state.head += 1
-                        if state.head == state.queue.count || state.head >= 1024 && state.head * 2 >= state.queue.count {
+                        if state.head == state.queue.count || state.head >= 1024 && state.head * 2 >= state.queue.count
+                        {
                             state.queue.removeFirst(state.head)
                             state.head = 0
                         }

@@ -49,7 +49,8 @@ public enum AgentCensus {
         public var valueType: String?
 
         public init(
-            name: NamePattern? = nil, state: AgentState? = nil, context: String? = nil, point: NamePattern? = nil, valueType: String? = nil
+            name: NamePattern? = nil, state: AgentState? = nil, context: String? = nil, point: NamePattern? = nil,
+            valueType: String? = nil
         ) {
             self.name = name
             self.state = state
@@ -65,7 +66,8 @@ public enum AgentCensus {
             if context != nil && nodes.isEmpty { return false }
             guard point != nil || valueType != nil else { return true }
             let points = nodes.flatMap { node in
-                node.ioSources.map { ($0.objectId, $0.name, $0.valueType) } + node.ioActors.map { ($0.objectId, $0.name, $0.valueType) }
+                node.ioSources.map { ($0.objectId, $0.name, $0.valueType) }
+                    + node.ioActors.map { ($0.objectId, $0.name, $0.valueType) }
             }
             return points.contains { id, name, type in
                 (point.map { $0.text == id || $0.matches(name) } ?? true) && (valueType.map { $0 == type } ?? true)
@@ -128,7 +130,8 @@ public enum AgentCensus {
         var shortfalls: [String] = []
         if stillArriving {
             shortfalls.append(
-                "answers were still arriving after \(seconds(longest)) s: the list may be incomplete (--census sets the wait)")
+                "answers were still arriving after \(seconds(longest)) s: the list may be incomplete (--census sets the wait)"
+            )
         }
         let known = Set(agents.map(\.agentId))
         let unnamed = devices.keys.filter { !known.contains($0) }.count
@@ -162,11 +165,13 @@ public enum AgentCensus {
         return entries.map { entry in
             let contexts = Set(entry.agent.ioNodes.map(\.contextName)).sorted().joined(separator: ",")
             let points = "\(counted(entry.sourceCount, "source")), \(counted(entry.actorCount, "actor"))"
-            var line = "\(LiveTable.fit(entry.state.rawValue, 10)) \(LiveTable.fit(entry.agent.name, nameWidth))  \(entry.agent.agentId)  "
+            var line =
+                "\(LiveTable.fit(entry.state.rawValue, 10)) \(LiveTable.fit(entry.agent.name, nameWidth))  \(entry.agent.agentId)  "
                 + "\(LiveTable.fit(points, 22)) \(contexts.isEmpty ? "-" : contexts)"
             let failing = entry.failingDevices
             if let first = failing.first {
-                line += "  \(first.label): \(first.error)" + (failing.count > 1 ? " (and \(failing.count - 1) more)" : "")
+                line +=
+                    "  \(first.label): \(first.error)" + (failing.count > 1 ? " (and \(failing.count - 1) more)" : "")
             }
             while line.hasSuffix(" ") { line.removeLast() }
             return line + "\n"
@@ -185,16 +190,21 @@ public enum AgentCensus {
             for node in entry.agent.ioNodes { contexts[node.contextName, default: 0] += 1 }
         }
         let counts = AgentState.allCases.compactMap { state in states[state].map { "\($0) \(state.rawValue)" } }
-        var lines = ["\(counted(entries.count, "agent"))" + (counts.isEmpty ? "" : ": " + counts.joined(separator: ", "))]
+        var lines = [
+            "\(counted(entries.count, "agent"))" + (counts.isEmpty ? "" : ": " + counts.joined(separator: ", "))
+        ]
         if namespaces.count > 1 {
-            lines.append("namespaces: " + namespaces.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            lines.append(
+                "namespaces: "
+                    + namespaces.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
         let nodeCount = contexts.values.reduce(0, +)
         let sources = entries.reduce(0) { $0 + $1.sourceCount }
         let actors = entries.reduce(0) { $0 + $1.actorCount }
         var nodes = "\(counted(nodeCount, "IO node"))"
         if !contexts.isEmpty {
-            nodes += " (" + contexts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+            nodes +=
+                " (" + contexts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
         lines.append("\(nodes), \(counted(sources, "source")), \(counted(actors, "actor"))")
         let failing = entries.flatMap { entry in entry.failingDevices.map { (entry.agent.name, $0.label, $0.error) } }
@@ -216,12 +226,15 @@ public enum AgentCensus {
             lines.append("\(agent.name)  \(agent.agentId)  namespace \(agent.namespace)")
             for node in agent.ioNodes.sorted(by: { $0.contextName < $1.contextName }) {
                 lines.append("  context \(node.contextName)")
-                let points = node.ioSources.map { ("source", $0.name, $0.valueType, $0.objectId) }
+                let points =
+                    node.ioSources.map { ("source", $0.name, $0.valueType, $0.objectId) }
                     + node.ioActors.map { ("actor", $0.name, $0.valueType, $0.objectId) }
                 let nameWidth = points.map(\.1.count).max() ?? 0
                 let typeWidth = points.map(\.2.count).max() ?? 0
                 for (kind, name, valueType, id) in points {
-                    lines.append("    \(LiveTable.fit(kind, 6)) \(LiveTable.fit(name, nameWidth))  \(LiveTable.fit(valueType, typeWidth))  \(id)")
+                    lines.append(
+                        "    \(LiveTable.fit(kind, 6)) \(LiveTable.fit(name, nameWidth))  \(LiveTable.fit(valueType, typeWidth))  \(id)"
+                    )
                 }
             }
             if let devices = entry.devices {
@@ -242,12 +255,14 @@ public enum AgentCensus {
             let agent = entry.agent
             var json: JSONObject = [
                 "agentId": .string(agent.agentId), "name": .string(agent.name), "namespace": .string(agent.namespace),
-                "ioNodes": .array(agent.ioNodes.map { node in
-                    [
-                        "context": .string(node.contextName), "objectId": .string(node.objectId),
-                        "ioSources": .array(node.ioSources.map(pointJSON)), "ioActors": .array(node.ioActors.map(pointJSON)),
-                    ]
-                }),
+                "ioNodes": .array(
+                    agent.ioNodes.map { node in
+                        [
+                            "context": .string(node.contextName), "objectId": .string(node.objectId),
+                            "ioSources": .array(node.ioSources.map(pointJSON)),
+                            "ioActors": .array(node.ioActors.map(pointJSON)),
+                        ]
+                    }),
             ]
             json.set("devices", ifPresent: entry.devices.map(JSONValue.array))
             return json.serialized() + "\n"

@@ -50,7 +50,8 @@ public enum AgentRunner {
             switch address {
             case .url(let url):
                 guard !url.usesTLS || configuration.base.communication.tls != nil else {
-                    throw CommandFailure(.usage, "--broker \(brokerURL): an mqtts:// broker needs \"tls\" in the configuration")
+                    throw CommandFailure(
+                        .usage, "--broker \(brokerURL): an mqtts:// broker needs \"tls\" in the configuration")
                 }
                 configuration.base.communication.host = url.host
                 configuration.base.communication.port = url.port
@@ -60,7 +61,8 @@ public enum AgentRunner {
             }
         }
         if let port = settings.metricsPort {
-            configuration.base.metrics = Configuration.MetricsEndpoint(host: configuration.base.metrics?.host ?? "127.0.0.1", port: port)
+            configuration.base.metrics = Configuration.MetricsEndpoint(
+                host: configuration.base.metrics?.host ?? "127.0.0.1", port: port)
         }
         return configuration
     }

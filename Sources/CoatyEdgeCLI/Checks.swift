@@ -25,7 +25,8 @@ public enum Checks {
                 let rules = try RoutingRuleSet.load(path: path)
                 let files = Set(rules.rules.map(\.origin.file)).count
                 let names = rules.rules.map(\.name).joined(separator: ", ")
-                output += "\(path): \(count(rules.rules.count, "rule")) in \(count(files, "file"))"
+                output +=
+                    "\(path): \(count(rules.rules.count, "rule")) in \(count(files, "file"))"
                     + (names.isEmpty ? "\n" : ": \(names)\n")
                 warnings += lines(rules.warnings())
             } catch {
@@ -33,7 +34,8 @@ public enum Checks {
             }
         }
         return Report(
-            output: errors.isEmpty ? output : "", errors: warnings + errors, status: errors.isEmpty ? .success : .configuration)
+            output: errors.isEmpty ? output : "", errors: warnings + errors,
+            status: errors.isEmpty ? .success : .configuration)
     }
 
     static func lines(_ problems: [RuleFileProblem]) -> String {
@@ -65,7 +67,8 @@ public enum Checks {
     /// Emulated devices are not looked up.
     static func gpioLines(of configuration: AgentConfiguration) -> (found: [String], missing: [String]) {
         guard let devices = configuration.devices, !devices.emulated else { return ([], []) }
-        let addresses = devices.outputs.map { ($0.line, $0.path) } + devices.inputs.map { ($0.line, $0.path) }
+        let addresses =
+            devices.outputs.map { ($0.line, $0.path) } + devices.inputs.map { ($0.line, $0.path) }
             + devices.counters.map { ($0.line, $0.path) }
         var found: [String] = []
         var missing: [String] = []
@@ -87,11 +90,14 @@ public enum Checks {
         let scheme = communication.tls == nil ? "mqtt" : "mqtts"
         let broker =
             communication.mdnsServiceName == nil
-            ? "\(scheme)://\(communication.host):\(communication.port)" : "\(communication.brokerDescription), \(scheme)"
+            ? "\(scheme)://\(communication.host):\(communication.port)"
+            : "\(communication.brokerDescription), \(scheme)"
         lines.append("  broker     \(broker), namespace \(communication.namespace)")
         if base.ioNodes.isEmpty { lines.append("  IO nodes   none") }
         for node in base.ioNodes {
-            lines.append("  IO node    \(node.contextName): \(count(node.ioSources.count, "source")), \(count(node.ioActors.count, "actor"))")
+            lines.append(
+                "  IO node    \(node.contextName): \(count(node.ioSources.count, "source")), \(count(node.ioActors.count, "actor"))"
+            )
         }
         for router in configuration.routers {
             let rules: String
@@ -105,7 +111,8 @@ public enum Checks {
         if let devices = configuration.devices {
             lines.append(
                 "  devices    \(count(devices.sensors.count, "sensor")), \(count(devices.outputs.count + devices.pwmOutputs.count, "output")), "
-                    + "\(count(devices.inputs.count + devices.counters.count, "input"))\(devices.emulated ? ", emulated" : "")")
+                    + "\(count(devices.inputs.count + devices.counters.count, "input"))\(devices.emulated ? ", emulated" : "")"
+            )
         } else {
             lines.append("  devices    none")
         }
@@ -113,7 +120,9 @@ public enum Checks {
             var facts = [count(object.data.count, "key")]
             if let objectId = object.objectId { facts.append("objectId \(objectId)") }
             if object.isReadOnly { facts.append("read-only") }
-            if let minutes = object.expiryMinutes { facts.append("expires after \(JSONValue.number(minutes)) min without activity") }
+            if let minutes = object.expiryMinutes {
+                facts.append("expires after \(JSONValue.number(minutes)) min without activity")
+            }
             lines.append("  shared     \(object.name): \(facts.joined(separator: ", "))")
         }
         if let bridge = configuration.bridge {
@@ -122,12 +131,15 @@ public enum Checks {
                 "  mqtt       \(bridge.prefix)/\(bridge.agentId)/<point>: \(count(bridge.points.count, "point")) (\(bridge.payload.rawValue)"
                     + "\(bridge.retain ? ", retained" : "")), status \(bridge.statusTopic)")
             if let homeAssistant = bridge.homeAssistant {
-                lines.append("  home asst. discovery under \(homeAssistant.discoveryPrefix)/: \(shown) \(shown == 1 ? "entity" : "entities")")
+                lines.append(
+                    "  home asst. discovery under \(homeAssistant.discoveryPrefix)/: \(shown) \(shown == 1 ? "entity" : "entities")"
+                )
             }
         }
         if configuration.printsReceivedValues { lines.append("  console    prints the values its actors receive") }
         lines.append("  logging    \(base.logLevel.rawValue)")
-        lines.append("  metrics    " + (base.metrics.map { "http://\(hostForURL($0.host)):\($0.port)/metrics" } ?? "off"))
+        lines.append(
+            "  metrics    " + (base.metrics.map { "http://\(hostForURL($0.host)):\($0.port)/metrics" } ?? "off"))
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -141,12 +153,17 @@ public enum Checks {
             return Report(output: "", errors: error.description + "\n", status: .configuration)
         }
         guard let bridge = configuration.bridge else {
-            return Report(output: "", errors: "\(file): no \"homeAssistant\" or \"mqttTopics\" section: the agent publishes no MQTT topics\n", status: .configuration)
+            return Report(
+                output: "",
+                errors: "\(file): no \"homeAssistant\" or \"mqttTopics\" section: the agent publishes no MQTT topics\n",
+                status: .configuration)
         }
-        var output = "# availability: \(bridge.statusTopic) (retained online/offline; offline is the connection's will)\n"
+        var output =
+            "# availability: \(bridge.statusTopic) (retained online/offline; offline is the connection's will)\n"
         for point in bridge.points {
             let commands = Discovery.takesCommands(point.kind)
-            output += "# \(point.name): \(bridge.stateTopic(of: point))\(commands ? ", commands on \(bridge.commandTopic(of: point))" : "")"
+            output +=
+                "# \(point.name): \(bridge.stateTopic(of: point))\(commands ? ", commands on \(bridge.commandTopic(of: point))" : "")"
             output += point.included || bridge.homeAssistant == nil ? "\n" : " (not in Home Assistant)\n"
         }
         let messages = Discovery.messages(for: bridge)

@@ -31,8 +31,10 @@ public struct BrokerSettings: Sendable {
         var options = CommunicationOptions()
         if let configurationFile {
             do {
-                options = try Configuration.load(file: configurationFile, allowsOpenPasswordFile: allowsOpenPasswordFile)
-                    .communication
+                options = try Configuration.load(
+                    file: configurationFile, allowsOpenPasswordFile: allowsOpenPasswordFile
+                )
+                .communication
             } catch {
                 throw CommandFailure(.configuration, error.description)
             }
@@ -77,7 +79,9 @@ public struct BrokerSettings: Sendable {
         if let caFile {
             options.tls = MQTTTLSOptions(caFile: caFile, certFile: certFile, keyFile: keyFile)
         } else if certFile != nil || keyFile != nil {
-            guard var tls = options.tls else { throw CommandFailure(.usage, "--cert-file and --key-file need --ca-file") }
+            guard var tls = options.tls else {
+                throw CommandFailure(.usage, "--cert-file and --key-file need --ca-file")
+            }
             tls.certFile = certFile ?? tls.certFile
             tls.keyFile = keyFile ?? tls.keyFile
             options.tls = tls
@@ -103,7 +107,8 @@ public struct ClientSession: Sendable {
     /// What `agents` and `observe` keep about the fleet: an agent's default (1024 agents) would hide the rest of a
     /// larger fleet from the operator, whose command runs for a while and may take more memory (about 2 KiB an
     /// agent with one IO node).
-    public static let presenceLimits = PresenceLimits(agents: RetentionLimit(maximumCount: 16_384, maximumBytes: 128 * 1024 * 1024))
+    public static let presenceLimits = PresenceLimits(
+        agents: RetentionLimit(maximumCount: 16_384, maximumBytes: 128 * 1024 * 1024))
 
     public init(options: CommunicationOptions, censusTimeout: Duration = .seconds(3)) {
         manager = CommunicationManager(

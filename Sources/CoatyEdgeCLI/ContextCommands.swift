@@ -6,7 +6,8 @@ import CoatyModel
 public enum ContextCommands {
     /// Members that identify the context or that its router keeps; `set` does not change them.
     static let protectedKeys: Set<String> = [
-        "coreType", "objectType", "objectId", "name", "parentObjectId", IoRouter.versionProperty, IoRouter.expectedVersionProperty,
+        "coreType", "objectType", "objectId", "name", "parentObjectId", IoRouter.versionProperty,
+        IoRouter.expectedVersionProperty,
     ]
 
     /// The IoContexts that answer within `timeout` (all of them, or those named `name`), by name.
@@ -72,13 +73,16 @@ public enum ContextCommands {
         if let refusal = refusal(forKey: key) { throw CommandFailure(.usage, refusal) }
         let contexts = await discover(session, name: name, timeout: timeout)
         guard let target = contexts.first else {
-            throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
+            throw CommandFailure(
+                .failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
         }
         guard contexts.count == 1 else {
             let names = contexts.map { "\($0.name) (\($0.objectId))" }.joined(separator: ", ")
             throw CommandFailure(.usage, "several IO contexts answered: \(names); choose one with --context")
         }
-        switch try await set(session, context: target, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout) {
+        switch try await set(
+            session, context: target, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
+        {
         case .completed(let updated):
             return "\(updated.name): \(key) = \(value.serialized()) (version \(version(of: updated)))"
         case .refused(let reason):

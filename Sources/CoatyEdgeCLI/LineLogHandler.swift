@@ -37,7 +37,10 @@ public struct LineLogHandler: LogHandler {
     private let format: LogFormat
     private let write: @Sendable (String) -> Void
 
-    public init(label: String, level: Logger.Level, format: LogFormat, write: @escaping @Sendable (String) -> Void = StandardError.write) {
+    public init(
+        label: String, level: Logger.Level, format: LogFormat,
+        write: @escaping @Sendable (String) -> Void = StandardError.write
+    ) {
         self.label = label
         logLevel = level
         self.format = format
@@ -51,9 +54,11 @@ public struct LineLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         let metadata = self.metadata.merging(event.metadata ?? [:]) { $1 }
-        write(Self.line(
-            level: event.level, label: label, message: event.message.description, metadata: metadata, format: format,
-            time: Self.now()))
+        write(
+            Self.line(
+                level: event.level, label: label, message: event.message.description, metadata: metadata,
+                format: format,
+                time: Self.now()))
     }
 
     /// One log line, newline included.
@@ -123,7 +128,9 @@ public enum StandardOutput {
     public static func terminalSize() -> (columns: Int, rows: Int)? {
         guard isatty(STDOUT_FILENO) == 1 else { return nil }
         var size = winsize()
-        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return (100, 30) }
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else {
+            return (100, 30)
+        }
         return (Int(size.ws_col), Int(size.ws_row))
     }
 }

@@ -105,14 +105,16 @@ public final class MetricsServer: Sendable {
             return message(404, "Not Found", "the metrics are at /metrics\n")
         }
         let body = render()
-        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + (method == "HEAD" ? [] : body)
     }
 
     private static func message(_ status: Int, _ reason: String, _ text: String, extraHeaders: String = "") -> [UInt8] {
-        Array(("HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n"
-            + "\(extraHeaders)Connection: close\r\n\r\n\(text)").utf8)
+        Array(
+            ("HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n"
+                + "\(extraHeaders)Connection: close\r\n\r\n\(text)").utf8)
     }
 }
 
@@ -161,12 +163,16 @@ enum SocketAddress {
         case .v4(var address):
             defer { self = .v4(address) }
             return withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .v6(var address):
             defer { self = .v6(address) }
             return withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
     }

@@ -44,7 +44,8 @@ public enum RouterReport {
     /// Asks every router for the `view` of the associations `filters` admits (pages of `pageSize`) and collects the
     /// answers within `timeout`; for `.all`, then each router for its further pages.
     public static func collect(
-        _ session: ClientSession, filters: IoAssociationQuery, view: View, pageSize: Int = defaultPageSize, timeout: Duration
+        _ session: ClientSession, filters: IoAssociationQuery, view: View, pageSize: Int = defaultPageSize,
+        timeout: Duration
     ) async throws -> [Answer] {
         var query = filters
         switch view {
@@ -70,23 +71,28 @@ public enum RouterReport {
             }
         }
         return answers.sorted {
-            ($0.result["router"]?.stringValue ?? "", $0.routerAgentId) < ($1.result["router"]?.stringValue ?? "", $1.routerAgentId)
+            ($0.result["router"]?.stringValue ?? "", $0.routerAgentId) < (
+                $1.result["router"]?.stringValue ?? "", $1.routerAgentId
+            )
         }
     }
 
     /// The answers to one Call within `timeout`; with `query.routerId`, only that router's first.
-    static func call(_ session: ClientSession, _ query: IoAssociationQuery, timeout: Duration) async throws -> [Answer] {
+    static func call(_ session: ClientSession, _ query: IoAssociationQuery, timeout: Duration) async throws -> [Answer]
+    {
         let event = CallEvent(operation: IoRouter.associationsOperation, parameters: query.parameters)
         var answers: [Answer] = []
         for await returned in try session.manager.publishCall(event, timeout: timeout) {
             if let routerId = query.routerId, returned.sourceId != routerId { continue }
             switch returned.event.outcome {
             case .result(let result):
-                guard let answer = normalized(Answer(routerAgentId: returned.sourceId, result: result), query: query) else { continue }
+                guard let answer = normalized(Answer(routerAgentId: returned.sourceId, result: result), query: query)
+                else { continue }
                 answers.append(answer)
             case .error(let code, let message):
                 let reason = returned.event.executionInfo?["reason"]?.stringValue.map { ": \($0)" } ?? ""
-                throw CommandFailure(.failure, "router \(returned.sourceId) refused the request (\(code) \(message)\(reason))")
+                throw CommandFailure(
+                    .failure, "router \(returned.sourceId) refused the request (\(code) \(message)\(reason))")
             }
             if query.routerId != nil { break }
         }
@@ -108,7 +114,9 @@ public enum RouterReport {
 
     /// The associations `query` asks for (from its offset, at most its limit) of the router that gave the first
     /// answer, read answer after answer from one revision of its associations.
-    static func complete(_ first: Answer, session: ClientSession, query: IoAssociationQuery, timeout: Duration) async throws -> Answer {
+    static func complete(_ first: Answer, session: ClientSession, query: IoAssociationQuery, timeout: Duration)
+        async throws -> Answer
+    {
         let end = query.limit.map { query.offset + $0 }
         var start = first
         var routerQuery = query
@@ -121,7 +129,10 @@ public enum RouterReport {
                 routerQuery.offset = offset
                 routerQuery.limit = end.map { $0 - offset }
                 guard let page = try await call(session, routerQuery, timeout: timeout).first else {
-                    throw CommandFailure(.failure, "router \(first.routerAgentId) did not answer for associations from \(offset) on within \(timeout)")
+                    throw CommandFailure(
+                        .failure,
+                        "router \(first.routerAgentId) did not answer for associations from \(offset) on within \(timeout)"
+                    )
                 }
                 guard page.result["revision"] == start.result["revision"] else {
                     isConsistent = false
@@ -145,7 +156,8 @@ public enum RouterReport {
         }
         throw CommandFailure(
             .failure,
-            "the associations of router \(first.routerAgentId) changed while they were read, \(attempts) times; try again")
+            "the associations of router \(first.routerAgentId) changed while they were read, \(attempts) times; try again"
+        )
     }
 
     public static func text(_ answers: [Answer], view: View = .automatic, pageSize: Int = defaultPageSize) -> String {
@@ -172,14 +184,16 @@ public enum RouterReport {
                 lines += summary(result)
                 let pages = (matched + pageSize - 1) / pageSize
                 lines.append(
-                    "  \(pageSize) a page: --page 1 to \(pages), or --all; --rule, --source, --actor and --agent narrow them")
+                    "  \(pageSize) a page: --page 1 to \(pages), or --all; --rule, --source, --actor and --agent narrow them"
+                )
             case .page(let number):
                 let pages = max(1, (matched + pageSize - 1) / pageSize)
                 if associations.isEmpty {
                     lines.append("  no associations on page \(number) of \(pages)")
                 } else {
                     lines.append(
-                        "  associations \(offset + 1)-\(offset + associations.count) of \(matched) (page \(number) of \(pages))")
+                        "  associations \(offset + 1)-\(offset + associations.count) of \(matched) (page \(number) of \(pages))"
+                    )
                     lines += rows(associations)
                 }
             case .automatic, .all:
@@ -189,7 +203,9 @@ public enum RouterReport {
         }
         if isSummarised && answers.count > 1 {
             var contexts: [String: Int] = [:]
-            for answer in answers { contexts[answer.contextName, default: 0] += answer.result["matched"]?.intValue ?? 0 }
+            for answer in answers {
+                contexts[answer.contextName, default: 0] += answer.result["matched"]?.intValue ?? 0
+            }
             let all = contexts.values.reduce(0, +)
             lines.append(
                 "\(AgentCensus.counted(answers.count, "router")), \(AgentCensus.counted(all, "association")): "
@@ -222,8 +238,12 @@ public enum RouterReport {
         guard let summary = result["summary"] else { return ["  \(AgentCensus.counted(matched, "association"))"] }
         let sources = summary["sources"]?.intValue ?? 0
         let actors = summary["actors"]?.intValue ?? 0
-        var lines = ["  \(AgentCensus.counted(matched, "association")): \(AgentCensus.counted(sources, "source")), \(AgentCensus.counted(actors, "actor"))"]
-        if let agents = summary["agents"]?.intValue, agents > 0 { lines[0] += ", \(AgentCensus.counted(agents, "agent"))" }
+        var lines = [
+            "  \(AgentCensus.counted(matched, "association")): \(AgentCensus.counted(sources, "source")), \(AgentCensus.counted(actors, "actor"))"
+        ]
+        if let agents = summary["agents"]?.intValue, agents > 0 {
+            lines[0] += ", \(AgentCensus.counted(agents, "agent"))"
+        }
         func counts(_ key: String, _ name: String, plural: String) {
             let entries = summary[key + "s"]?.arrayValue ?? []
             let leftOut = entries.count - min(entries.count, summaryLines) + (summary[key + "sLeftOut"]?.intValue ?? 0)
@@ -257,13 +277,18 @@ extension RouterReport {
     /// The objectIds of the agents named `pattern` (by objectId, or a name matching it) among those that answer within
     /// `census`, and the pattern itself, which may be the objectId of an agent that does not answer (a node's
     /// `parentObjectId`).
-    public static func agentIds(matching pattern: NamePattern, session: ClientSession, census: Duration) async throws -> [String] {
+    public static func agentIds(matching pattern: NamePattern, session: ClientSession, census: Duration) async throws
+        -> [String]
+    {
         let agents = await AgentCensus.take(session, duration: census).entries
-        var ids = agents.filter { pattern.text == $0.agent.agentId || pattern.matches($0.agent.name) }.map(\.agent.agentId)
+        var ids = agents.filter { pattern.text == $0.agent.agentId || pattern.matches($0.agent.name) }.map(
+            \.agent.agentId)
         if !ids.contains(pattern.text) { ids.append(pattern.text) }
         guard ids.count <= IoAssociationQuery.maximumAgentIds else {
             throw CommandFailure(
-                .usage, "--agent \(pattern) names \(ids.count) agents, more than \(IoAssociationQuery.maximumAgentIds): narrow it")
+                .usage,
+                "--agent \(pattern) names \(ids.count) agents, more than \(IoAssociationQuery.maximumAgentIds): narrow it"
+            )
         }
         return ids.sorted()
     }

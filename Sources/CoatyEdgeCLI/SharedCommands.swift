@@ -77,10 +77,14 @@ public enum SharedCommands {
 
     /// `NAME  version N  (objectId ..., host ...)` and the data as indented JSON (or `KEY = value`); with `json`,
     /// one JSON object: `name`, `objectId`, `hostId`, `version` and `data` (or `key` and `value`).
-    static func describe(_ snapshot: SharedSnapshot, name: String, key: String?, json: Bool) throws(CommandFailure) -> String {
+    static func describe(_ snapshot: SharedSnapshot, name: String, key: String?, json: Bool) throws(CommandFailure)
+        -> String
+    {
         var value = JSONValue.object(snapshot.data)
         if let key {
-            guard let keyed = snapshot.data[key] else { throw CommandFailure(.failure, "shared object \(name) has no key \(key)") }
+            guard let keyed = snapshot.data[key] else {
+                throw CommandFailure(.failure, "shared object \(name) has no key \(key)")
+            }
             value = keyed
         }
         if json {
@@ -150,7 +154,9 @@ public enum SharedCommands {
 
     /// `shared send NAME MESSAGE`: `NAME: message delivered` once the broker handed the message back, as it hands
     /// it to every connected client.
-    public static func send(_ session: ClientSession, name: String, message: JSONValue, timeout: Duration) async throws -> String {
+    public static func send(_ session: ClientSession, name: String, message: JSONValue, timeout: Duration) async throws
+        -> String
+    {
         try await serving(session, timeout: timeout) { shared in
             let connection = try await connect(shared, name: name)
             defer { connection.disconnect() }
@@ -199,7 +205,9 @@ public enum SharedCommands {
         case event(SharedObjectEvent)
     }
 
-    static func watchLine(_ event: WatchEvent, name: String, output: WatchOutput, time: Int64 = ClockTime.now()) -> String {
+    static func watchLine(_ event: WatchEvent, name: String, output: WatchOutput, time: Int64 = ClockTime.now())
+        -> String
+    {
         switch output {
         case .json: watchJSON(event, time: time).serialized() + "\n"
         case .lines: "\(ClockTime.local(time)) \(watchText(event, name: name))\n"

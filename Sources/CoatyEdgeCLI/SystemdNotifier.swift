@@ -31,9 +31,13 @@ public struct SystemdNotifier: Sendable {
         if isAbstract { name[0] = 0 }
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         // A path needs room for its terminating NUL; an abstract name is exactly its bytes.
-        guard name.count + (isAbstract ? 0 : 1) <= capacity else { throw NotifyError("socket name too long: \(socketPath)") }
+        guard name.count + (isAbstract ? 0 : 1) <= capacity else {
+            throw NotifyError("socket name too long: \(socketPath)")
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
-        let length = (MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? MemoryLayout<sa_family_t>.size) + name.count + (isAbstract ? 0 : 1)
+        let length =
+            (MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? MemoryLayout<sa_family_t>.size) + name.count
+            + (isAbstract ? 0 : 1)
 
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw NotifyError("socket: \(String(cString: strerror(errno)))") }

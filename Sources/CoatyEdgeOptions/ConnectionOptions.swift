@@ -4,7 +4,10 @@ import Logging
 
 /// How the client subcommands (and `coaty-edge-dashboard`) reach the broker.
 public struct ConnectionOptions: ParsableArguments, Sendable {
-    @Option(help: ArgumentHelp("The broker, mqtt://host[:port] or mqtts://host[:port], or mdns[:<service name>] to find it by mDNS.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The broker, mqtt://host[:port] or mqtts://host[:port], or mdns[:<service name>] to find it by mDNS.",
+            valueName: "url"))
     public var broker: String?
 
     @Option(help: "The Coaty namespace to join (default: the configuration's, or \"-\").")
@@ -28,7 +31,9 @@ public struct ConnectionOptions: ParsableArguments, Sendable {
     @Option(help: ArgumentHelp("The PEM key of the client certificate.", valueName: "file"))
     public var keyFile: String?
 
-    @Option(help: ArgumentHelp("Take the broker, namespace and credentials from this agent configuration.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Take the broker, namespace and credentials from this agent configuration.", valueName: "file"))
     public var config: String?
 
     @Flag(help: "Use a password file that its group or others may read (refused otherwise, as ssh refuses such a key).")

@@ -110,9 +110,11 @@ package struct FileReadError: Error, Sendable, Hashable, CustomStringConvertible
     /// The reason without the file's name, for messages that name the file already.
     public var reason: String {
         switch code {
-        case .cannotOpen(let number), .cannotRead(let number): "cannot read the file: \(String(cString: strerror(number)))"
+        case .cannotOpen(let number), .cannotRead(let number):
+            "cannot read the file: \(String(cString: strerror(number)))"
         case .notRegular(let kind): "not a regular file (\(kind))"
-        case .tooLarge(let size?, let limit): "\(Self.size(size, roundingUp: true)) is larger than the limit of \(Self.size(limit))"
+        case .tooLarge(let size?, let limit):
+            "\(Self.size(size, roundingUp: true)) is larger than the limit of \(Self.size(limit))"
         case .tooLarge(size: nil, let limit): "it grew larger than the limit of \(Self.size(limit)) while it was read"
         }
     }

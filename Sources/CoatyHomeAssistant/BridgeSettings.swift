@@ -50,8 +50,10 @@ package struct BridgeSettings: Sendable, Hashable {
     public var commandFilter: String { "\(prefix)/\(agentId)/+/set" }
 
     static let binarySensorDeviceClasses = [
-        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas", "heat", "light",
-        "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power", "presence", "problem", "running",
+        "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door", "garage_door", "gas", "heat",
+        "light",
+        "lock", "moisture", "motion", "moving", "occupancy", "opening", "plug", "power", "presence", "problem",
+        "running",
         "safety", "smoke", "sound", "tamper", "update", "vibration", "window",
     ]
     static let switchDeviceClasses = ["outlet", "switch"]
@@ -70,7 +72,9 @@ package struct BridgeSettings: Sendable, Hashable {
         }
     }
 
-    init(_ configuration: Configuration, devices: DeviceConfiguration?, allowsOpenPasswordFile: Bool) throws(JSONShapeError) {
+    init(_ configuration: Configuration, devices: DeviceConfiguration?, allowsOpenPasswordFile: Bool)
+        throws(JSONShapeError)
+    {
         agentName = configuration.identity.name
         agentId = Point.slug(configuration.identity.name)
         if let topics = configuration.mqttTopics {
@@ -78,11 +82,13 @@ package struct BridgeSettings: Sendable, Hashable {
             if let prefix = try topics.optional("prefix") {
                 self.prefix = try prefix.nonEmptyString()
                 guard Self.isTopicPath(self.prefix) else {
-                    throw prefix.error("\"\(self.prefix)\" is not a topic prefix: levels without '+', '#' and empty levels")
+                    throw prefix.error(
+                        "\"\(self.prefix)\" is not a topic prefix: levels without '+', '#' and empty levels")
                 }
             }
             if let payload = try topics.optional("payload") {
-                self.payload = PayloadFormat(rawValue: try payload.oneOf(PayloadFormat.allCases.map(\.rawValue))) ?? .plain
+                self.payload =
+                    PayloadFormat(rawValue: try payload.oneOf(PayloadFormat.allCases.map(\.rawValue))) ?? .plain
             }
             retain = try topics.optional("retain")?.bool() ?? true
             username = try topics.optional("username")?.nonEmptyString()
@@ -118,7 +124,9 @@ package struct BridgeSettings: Sendable, Hashable {
             if let prefix = try section.optional("discoveryPrefix") {
                 settings.discoveryPrefix = try prefix.nonEmptyString()
                 guard Self.isTopicPath(settings.discoveryPrefix) else {
-                    throw prefix.error("\"\(settings.discoveryPrefix)\" is not a topic prefix: levels without '+', '#' and empty levels")
+                    throw prefix.error(
+                        "\"\(settings.discoveryPrefix)\" is not a topic prefix: levels without '+', '#' and empty levels"
+                    )
                 }
             }
             homeAssistant = settings
@@ -131,7 +139,8 @@ package struct BridgeSettings: Sendable, Hashable {
             for (id, cursor) in try options.members() {
                 guard let index = points.firstIndex(where: { $0.id == id }) else {
                     let known = points.map(\.id).joined(separator: ", ")
-                    throw cursor.error("no point of this agent is called \"\(id)\" (its points: \(known.isEmpty ? "none" : known))")
+                    throw cursor.error(
+                        "no point of this agent is called \"\(id)\" (its points: \(known.isEmpty ? "none" : known))")
                 }
                 try Self.readPointOptions(cursor, into: &points[index])
             }
@@ -141,7 +150,8 @@ package struct BridgeSettings: Sendable, Hashable {
 
     private static func readNumber(id: String, _ cursor: JSONCursor) throws(JSONShapeError) -> Point {
         guard Point.slug(id) == id else {
-            throw cursor.error("a number's key is its topic level and id: lowercase letters, digits and '_' (\"\(Point.slug(id))\")")
+            throw cursor.error(
+                "a number's key is its topic level and id: lowercase letters, digits and '_' (\"\(Point.slug(id))\")")
         }
         try cursor.allowOnly(["shared", "name", "icon", "min", "max", "step", "unit", "deviceClass", "mode", "include"])
         let sharedCursor = try cursor.required("shared")
@@ -153,13 +163,19 @@ package struct BridgeSettings: Sendable, Hashable {
         var setpoint = Setpoint(object: parts[0], key: parts[1])
         if let minimum = try cursor.optional("min") { setpoint.minimum = try minimum.number() }
         if let maximum = try cursor.optional("max") { setpoint.maximum = try maximum.number() }
-        guard setpoint.minimum < setpoint.maximum else { throw cursor.error("min (\(setpoint.minimum)) must be less than max (\(setpoint.maximum))") }
+        guard setpoint.minimum < setpoint.maximum else {
+            throw cursor.error("min (\(setpoint.minimum)) must be less than max (\(setpoint.maximum))")
+        }
         if let step = try cursor.optional("step") { setpoint.step = try step.number(in: 0.001...1e9) }
         setpoint.unit = try cursor.optional("unit")?.string()
         if let mode = try cursor.optional("mode") { setpoint.mode = try mode.oneOf(["auto", "box", "slider"]) }
-        var point = Point(id: id, ioPointId: nil, name: try cursor.optional("name")?.nonEmptyString() ?? shared, kind: .setpoint(setpoint))
+        var point = Point(
+            id: id, ioPointId: nil, name: try cursor.optional("name")?.nonEmptyString() ?? shared,
+            kind: .setpoint(setpoint))
         point.icon = try cursor.optional("icon")?.nonEmptyString()
-        if let deviceClass = try cursor.optional("deviceClass") { point.deviceClass = try deviceClass.oneOf(numberDeviceClasses) }
+        if let deviceClass = try cursor.optional("deviceClass") {
+            point.deviceClass = try deviceClass.oneOf(numberDeviceClasses)
+        }
         point.included = try cursor.optional("include")?.bool() ?? true
         return point
     }
@@ -183,17 +199,21 @@ package struct BridgeSettings: Sendable, Hashable {
         var seen: [String: Point] = [:]
         for point in points {
             if let other = seen[point.id] {
-                let path = section?.path.appending("points") ?? JSONPath.root.appending("common").appending("ioContextNodes")
+                let path =
+                    section?.path.appending("points") ?? JSONPath.root.appending("common").appending("ioContextNodes")
                 throw JSONShapeError(
                     path: path,
-                    reason: "\"\(other.name)\" and \"\(point.name)\" both have the topic level \"\(point.id)\": rename one (an IO node by its name, a number by its key)")
+                    reason:
+                        "\"\(other.name)\" and \"\(point.name)\" both have the topic level \"\(point.id)\": rename one (an IO node by its name, a number by its key)"
+                )
             }
             seen[point.id] = point
         }
     }
 
     static func isTopicPath(_ prefix: String) -> Bool {
-        !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/") && !prefix.contains("//")
+        !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/")
+            && !prefix.contains("//")
             && !prefix.contains("\0")
     }
 }

@@ -27,13 +27,18 @@ package enum Discovery {
                 }
             return Entity(
                 component: "sensor",
-                attributes: ["device_class": .string(deviceClass), "state_class": "measurement", "unit_of_measurement": .string(unit)])
+                attributes: [
+                    "device_class": .string(deviceClass), "state_class": "measurement",
+                    "unit_of_measurement": .string(unit),
+                ])
         case .input:
             return Entity(component: "binary_sensor", attributes: ["payload_on": "ON", "payload_off": "OFF"])
         case .output:
             return Entity(
                 component: "switch",
-                attributes: ["payload_on": "ON", "payload_off": "OFF", "state_on": "ON", "state_off": "OFF", "optimistic": false])
+                attributes: [
+                    "payload_on": "ON", "payload_off": "OFF", "state_on": "ON", "state_off": "OFF", "optimistic": false,
+                ])
         case .setpoint(let setpoint):
             var attributes: JSONObject = [
                 "min": .number(setpoint.minimum), "max": .number(setpoint.maximum), "step": .number(setpoint.step),
@@ -59,7 +64,9 @@ package enum Discovery {
     }
 
     /// The topic of a point's config message.
-    static func configTopic(component: String, point: String, settings: BridgeSettings, discoveryPrefix: String) -> String {
+    static func configTopic(component: String, point: String, settings: BridgeSettings, discoveryPrefix: String)
+        -> String
+    {
         "\(discoveryPrefix)/\(component)/\(settings.agentId)/\(point)/config"
     }
 
@@ -94,7 +101,8 @@ package enum Discovery {
             config["device"] = .object(device)
             return Message(
                 topic: configTopic(
-                    component: entity.component, point: point.id, settings: settings, discoveryPrefix: homeAssistant.discoveryPrefix),
+                    component: entity.component, point: point.id, settings: settings,
+                    discoveryPrefix: homeAssistant.discoveryPrefix),
                 config: config)
         }
     }

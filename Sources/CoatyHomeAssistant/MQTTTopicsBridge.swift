@@ -50,14 +50,18 @@ package final class MQTTTopicsBridge: Controller {
 
     public init(
         settings: BridgeSettings, host: any PointHost, connection: ConnectionSettings,
-        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in try MosquittoTransport() }
+        makeTransport: @escaping @Sendable () throws(MQTTError) -> any MQTTTransport = { () throws(MQTTError) in
+            try MosquittoTransport()
+        }
     ) {
         self.settings = settings
         self.host = host
         self.connection = connection
         self.makeTransport = makeTransport
         pointsById = Dictionary(settings.points.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        pointsByIoId = Dictionary(settings.points.compactMap { point in point.ioPointId.map { ($0, point) } }, uniquingKeysWith: { first, _ in first })
+        pointsByIoId = Dictionary(
+            settings.points.compactMap { point in point.ioPointId.map { ($0, point) } },
+            uniquingKeysWith: { first, _ in first })
         configTopics = Set(Discovery.messages(for: settings).map(\.topic))
     }
 
@@ -70,7 +74,8 @@ package final class MQTTTopicsBridge: Controller {
             logger.error("MQTT topics: cannot create a connection: \(error)")
             return
         }
-        let (inbound, inboundContinuation) = AsyncStream.makeStream(of: MQTTInbound.self, bufferingPolicy: .bufferingNewest(1000))
+        let (inbound, inboundContinuation) = AsyncStream.makeStream(
+            of: MQTTInbound.self, bufferingPolicy: .bufferingNewest(1000))
         do {
             try transport.connect(connection.options, executor: nil) { inboundContinuation.yield($0) }
         } catch {
@@ -91,18 +96,26 @@ package final class MQTTTopicsBridge: Controller {
             }
             for point in settings.points {
                 guard case .setpoint(let setpoint) = point.kind else { continue }
-                group.addTask { await self.follow(setpoint, of: point, sharedObjects: context.sharedObjects, on: transport) }
+                group.addTask {
+                    await self.follow(setpoint, of: point, sharedObjects: context.sharedObjects, on: transport)
+                }
             }
         }
         // A stop sent `offline` and disconnected already; otherwise the broker publishes the will.
-        if let transport = active.withLock({ active in defer { active = nil }; return active }) {
+        if let transport = active.withLock({ active in
+            defer { active = nil }; return active
+        }) {
             await transport.disconnect(.abrupt)
         }
     }
 
     /// On a clean stop, after the outputs took their safe state: their states, `offline`, and a clean disconnect.
     public func onStopping(_ context: ControllerContext) async {
-        guard let transport = active.withLock({ active in defer { active = nil }; return active }) else { return }
+        guard
+            let transport = active.withLock({ active in
+                defer { active = nil }; return active
+            })
+        else { return }
         publishCurrentStates(on: transport)
         try? transport.publish(MQTTMessage(topic: settings.statusTopic, payload: Array("offline".utf8), retain: true))
         await transport.disconnect(.clean)
@@ -110,7 +123,9 @@ package final class MQTTTopicsBridge: Controller {
 
     // MARK: - Connection
 
-    private func follow(_ events: AsyncStream<MQTTConnectionEvent>, on transport: any MQTTTransport, logger: Logger) async {
+    private func follow(_ events: AsyncStream<MQTTConnectionEvent>, on transport: any MQTTTransport, logger: Logger)
+        async
+    {
         var lastFailure: String?
         for await event in events {
             switch event {
@@ -150,7 +165,9 @@ package final class MQTTTopicsBridge: Controller {
 
     private func publishConfigs(on transport: any MQTTTransport) {
         for message in Discovery.messages(for: settings) {
-            try? transport.publish(MQTTMessage(topic: message.topic, payload: JSONValue.object(message.config).serializedBytes(), retain: true))
+            try? transport.publish(
+                MQTTMessage(
+                    topic: message.topic, payload: JSONValue.object(message.config).serializedBytes(), retain: true))
         }
     }
 
@@ -167,12 +184,15 @@ package final class MQTTTopicsBridge: Controller {
 
     private func publishState(_ value: JSONValue, of point: Point, on transport: any MQTTTransport) {
         guard let payload = point.statePayload(of: value, format: settings.payload) else { return }
-        try? transport.publish(MQTTMessage(topic: settings.stateTopic(of: point), payload: payload, retain: settings.retain))
+        try? transport.publish(
+            MQTTMessage(topic: settings.stateTopic(of: point), payload: payload, retain: settings.retain))
     }
 
     // MARK: - Setpoints
 
-    private func follow(_ setpoint: Setpoint, of point: Point, sharedObjects: SharedObjects, on transport: any MQTTTransport) async {
+    private func follow(
+        _ setpoint: Setpoint, of point: Point, sharedObjects: SharedObjects, on transport: any MQTTTransport
+    ) async {
         for await data in sharedObjects.data(of: setpoint.object) {
             guard let value = data[setpoint.key], case .number = value else { continue }
             setpointValues.withLock { $0[point.id] = value }
@@ -184,7 +204,9 @@ package final class MQTTTopicsBridge: Controller {
 
     private func handle(_ inbound: MQTTInbound, on transport: any MQTTTransport, context: ControllerContext) async {
         guard case .message(let message) = inbound else {
-            if case .oversized(let topic, let size) = inbound { reject("oversized", "a message of \(size) bytes on \(topic)", context.logger) }
+            if case .oversized(let topic, let size) = inbound {
+                reject("oversized", "a message of \(size) bytes on \(topic)", context.logger)
+            }
             return
         }
         if let homeAssistant = settings.homeAssistant {
@@ -206,9 +228,11 @@ package final class MQTTTopicsBridge: Controller {
     private func clearIfStale(_ message: MQTTMessage, on transport: any MQTTTransport, logger: Logger) {
         guard !message.payload.isEmpty, !configTopics.contains(message.topic) else { return }
         try? transport.publish(MQTTMessage(topic: message.topic, payload: [], retain: true))
-        logger.notice("MQTT topics: removed the Home Assistant entity of \(message.topic), a point this agent no longer has")
+        logger.notice(
+            "MQTT topics: removed the Home Assistant entity of \(message.topic), a point this agent no longer has")
         guard let config = try? JSONValue(parsing: message.payload), case .object(let object) = config,
-            case .string(let stateTopic) = object["state_topic"], stateTopic.hasPrefix("\(settings.prefix)/\(settings.agentId)/"),
+            case .string(let stateTopic) = object["state_topic"],
+            stateTopic.hasPrefix("\(settings.prefix)/\(settings.agentId)/"),
             !settings.points.contains(where: { settings.stateTopic(of: $0) == stateTopic })
         else { return }
         try? transport.publish(MQTTMessage(topic: stateTopic, payload: [], retain: true))
@@ -223,28 +247,41 @@ package final class MQTTTopicsBridge: Controller {
             reject("unknown point", "a command for \"\(id)\", which is not an output or setpoint of this agent", logger)
             return
         }
-        guard message.payload.count <= Self.maximumCommandBytes, let text = String(validating: message.payload, as: UTF8.self) else {
-            reject("malformed", "a command for \(id) of \(message.payload.count) bytes that is not short UTF-8 text", logger)
+        guard message.payload.count <= Self.maximumCommandBytes,
+            let text = String(validating: message.payload, as: UTF8.self)
+        else {
+            reject(
+                "malformed", "a command for \(id) of \(message.payload.count) bytes that is not short UTF-8 text",
+                logger)
             return
         }
         let trimmed = text.trimmingWhitespace
         let value = (try? JSONValue(parsing: Array(trimmed.utf8))) ?? .string(trimmed)
         switch point.kind {
         case .output:
-            guard let ioActorId = point.ioPointId, host.command(value, toOutput: ioActorId, origin: "a command on \(message.topic)") else {
+            guard let ioActorId = point.ioPointId,
+                host.command(value, toOutput: ioActorId, origin: "a command on \(message.topic)")
+            else {
                 reject("unknown point", "a command for \(id), whose output does not run", logger)
                 return
             }
         case .setpoint(let setpoint):
-            guard case .number(let number) = value, number.isFinite, (setpoint.minimum...setpoint.maximum).contains(number) else {
-                reject("malformed", "\"\(trimmed.prefix(40))\" for \(id): not a number from \(setpoint.minimum) to \(setpoint.maximum)", logger)
+            guard case .number(let number) = value, number.isFinite,
+                (setpoint.minimum...setpoint.maximum).contains(number)
+            else {
+                reject(
+                    "malformed",
+                    "\"\(trimmed.prefix(40))\" for \(id): not a number from \(setpoint.minimum) to \(setpoint.maximum)",
+                    logger)
                 return
             }
             do {
                 let connection = try await context.sharedObjects.connect(setpoint.object, ifMissing: .fail)
                 defer { connection.disconnect() }
                 _ = try await connection.set(setpoint.key, to: value)
-                logger.info("MQTT topics: \(setpoint.object).\(setpoint.key) set to \(trimmed) by a command on \(message.topic)")
+                logger.info(
+                    "MQTT topics: \(setpoint.object).\(setpoint.key) set to \(trimmed) by a command on \(message.topic)"
+                )
             } catch {
                 reject("refused", "\(setpoint.object).\(setpoint.key) stays: \(error)", logger)
             }
@@ -256,7 +293,9 @@ package final class MQTTTopicsBridge: Controller {
     private func reject(_ reason: String, _ what: String, _ logger: Logger) {
         Counter(label: "coaty_edge_mqtt_commands_rejected_total", dimensions: [("reason", reason)]).increment()
         if case .log(let suppressedBefore) = rejectionLog.admit() {
-            if suppressedBefore > 0 { logger.warning("MQTT topics: \(suppressedBefore) more rejected messages were not logged") }
+            if suppressedBefore > 0 {
+                logger.warning("MQTT topics: \(suppressedBefore) more rejected messages were not logged")
+            }
             logger.warning("MQTT topics: rejected \(what)")
         }
     }

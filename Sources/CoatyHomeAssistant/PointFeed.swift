@@ -20,7 +20,9 @@ package final class PointFeed: Sendable {
         state.withLock { state in
             guard state.latest[ioPointId] != value else { return }
             state.latest[ioPointId] = value
-            for continuation in state.continuations.values { continuation.yield(PointValue(ioPointId: ioPointId, value: value)) }
+            for continuation in state.continuations.values {
+                continuation.yield(PointValue(ioPointId: ioPointId, value: value))
+            }
         }
     }
 
@@ -28,7 +30,8 @@ package final class PointFeed: Sendable {
 
     /// The latest value of each point, then every new one. Keeps the newest 1000 values for a slow reader.
     public func values() -> AsyncStream<PointValue> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PointValue.self, bufferingPolicy: .bufferingNewest(1000))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PointValue.self, bufferingPolicy: .bufferingNewest(1000))
         let id = state.withLock { state in
             let id = state.nextId
             state.nextId += 1

@@ -38,7 +38,9 @@ public struct IoValueTypes: Sendable {
             return nil
         }
         types.register(EdgeValueType.dutyPercent) { value in
-            guard case .json(.number(let duty)) = value, (0...100).contains(duty) else { return "expected a duty in percent, 0...100" }
+            guard case .json(.number(let duty)) = value, (0...100).contains(duty) else {
+                return "expected a duty in percent, 0...100"
+            }
             return nil
         }
         types.register(EdgeValueType.count) { value in
@@ -49,7 +51,9 @@ public struct IoValueTypes: Sendable {
         }
         for name in [EdgeValueType.ratePerSecond, EdgeValueType.ratePerMinute, EdgeValueType.ratePerHour] {
             types.register(name) { value in
-                guard case .json(.number(let rate)) = value, rate >= 0, rate.isFinite else { return "expected a rate, a number not below zero" }
+                guard case .json(.number(let rate)) = value, rate >= 0, rate.isFinite else {
+                    return "expected a rate, a number not below zero"
+                }
                 return nil
             }
         }
@@ -103,7 +107,9 @@ public final class IoActorController: Controller {
     public func onInit(_ context: ControllerContext) async throws {
         let entries = context.communicationManager.ioNodeDefinitions.flatMap(\.ioActors).map { actor in
             // A raw actor takes any payload, as in Coaty JS: the value type's check is for JSON values.
-            ActorEntry(actor: actor, check: actor.useRawIoValues ? nil : valueTypes.check(of: actor.valueType), logger: context.logger)
+            ActorEntry(
+                actor: actor, check: actor.useRawIoValues ? nil : valueTypes.check(of: actor.valueType),
+                logger: context.logger)
         }
         actors.withLock { actors in
             for entry in entries { actors[entry.actor.objectId] = entry }
@@ -141,7 +147,8 @@ public final class IoActorController: Controller {
         for entry in entries {
             let dropped = entry.stopDelivery()
             if dropped > 0 {
-                context.logger.notice("dropped \(dropped) values for \(entry.actor.name) that were pending when the agent stopped")
+                context.logger.notice(
+                    "dropped \(dropped) values for \(entry.actor.name) that were pending when the agent stopped")
             }
         }
     }
@@ -226,7 +233,9 @@ private final class ActorEntry: Sendable {
             if let problem = check?(value) {
                 count(rejection: problem, in: &shared)
                 if case .log(let suppressed) = rejectionLog.admit() {
-                    if suppressed > 0 { logger.warning("\(suppressed) more values for \(actor.name) were dropped without a log line") }
+                    if suppressed > 0 {
+                        logger.warning("\(suppressed) more values for \(actor.name) were dropped without a log line")
+                    }
                     logger.warning("dropped a value for \(actor.name) that is not \(actor.valueType): \(problem)")
                 }
                 return []
@@ -240,9 +249,12 @@ private final class ActorEntry: Sendable {
         for watcher in watchers where !watcher.continuation.yield(value) {
             overflowCounter.increment()
             if case .log(let suppressed) = overflowLog.admit() {
-                if suppressed > 0 { logger.warning("\(suppressed) more values for \(actor.name) gave way without a log line") }
+                if suppressed > 0 {
+                    logger.warning("\(suppressed) more values for \(actor.name) gave way without a log line")
+                }
                 logger.warning(
-                    "a consumer of \(actor.name) falls behind: the oldest of \(IoActorController.valueBufferLimit) values waiting for it gave way")
+                    "a consumer of \(actor.name) falls behind: the oldest of \(IoActorController.valueBufferLimit) values waiting for it gave way"
+                )
             }
         }
     }
@@ -288,7 +300,8 @@ private final class ActorEntry: Sendable {
     }
 
     func values() -> ObservationStream<IoValue> {
-        let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self, bufferLimit: IoActorController.valueBufferLimit)
+        let (stream, continuation) = ObservationStream.makeStream(
+            of: IoValue.self, bufferLimit: IoActorController.valueBufferLimit)
         let id = shared.withLock { shared in
             let id = shared.nextId
             shared.nextId += 1

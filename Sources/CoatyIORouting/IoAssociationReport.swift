@@ -48,7 +48,9 @@ public struct IoAssociationQuery: Sendable, Hashable {
         actor = try pattern("actor")
         if let agents = try root.optional("agents") {
             let elements = try agents.elements()
-            guard elements.count <= Self.maximumAgentIds else { throw agents.error("more than \(Self.maximumAgentIds) agents") }
+            guard elements.count <= Self.maximumAgentIds else {
+                throw agents.error("more than \(Self.maximumAgentIds) agents")
+            }
             var ids: [String] = []
             for element in elements { ids.append(try element.nonEmptyString()) }
             agentIds = ids

@@ -132,7 +132,9 @@ public final class IoRouter: Controller {
             let associationCalls = try? manager.observeCall(operation: IoRouter.associationsOperation)
             group.addTask {
                 for await advertise in nodeAdvertises {
-                    guard let node = try? IoNode(advertise.event.object), node.contextName == contextName else { continue }
+                    guard let node = try? IoNode(advertise.event.object), node.contextName == contextName else {
+                        continue
+                    }
                     input.yield(.managed(node))
                 }
             }
@@ -215,7 +217,8 @@ public final class IoRouter: Controller {
     /// stays while its host is away, so that a host restart does not churn the routing). Followed until the router
     /// stops, even if later rules no longer read it.
     private static func follow(
-        sharedObject name: String, of sharedObjects: SharedObjects, into triggers: ObservationStream<Trigger>.Continuation
+        sharedObject name: String, of sharedObjects: SharedObjects,
+        into triggers: ObservationStream<Trigger>.Continuation
     ) async {
         for await data in sharedObjects.data(of: name) {
             triggers.yield(.sharedData(name: name, data: data.isEmpty ? nil : data))
@@ -256,7 +259,8 @@ public final class IoRouter: Controller {
         do {
             query = try IoAssociationQuery(parameters: request.event.parameters)
         } catch {
-            try? await request.respond(ReturnEvent(ReturnEvent.invalidParameters, executionInfo: .object(["reason": .string("\(error)")])))
+            try? await request.respond(
+                ReturnEvent(ReturnEvent.invalidParameters, executionInfo: .object(["reason": .string("\(error)")])))
             return
         }
         let (context, current) = shared.withLock { ($0.evaluation.context, $0.evaluation.associationsOfRevision()) }
@@ -294,7 +298,10 @@ public final class IoRouter: Controller {
             var iterator = triggers.makeAsyncIterator()
             while true {
                 let (isWorking, isSettled) = router.shared.withLock { shared in
-                    (shared.evaluation.hasPendingWork, !shared.evaluation.hasUnresolvedChanges && pendingCompletions.isEmpty)
+                    (
+                        shared.evaluation.hasPendingWork,
+                        !shared.evaluation.hasUnresolvedChanges && pendingCompletions.isEmpty
+                    )
                 }
                 if !isWorking && isSettled {
                     guard let trigger = await iterator.next() else { return }
@@ -309,7 +316,9 @@ public final class IoRouter: Controller {
                 }
                 if isWorking {
                     let deadline = ContinuousClock.now + IoRouter.evaluationSlice
-                    while router.shared.withLock({ $0.evaluation.evaluate(budget: 32) }) && ContinuousClock.now < deadline {}
+                    while router.shared.withLock({ $0.evaluation.evaluate(budget: 32) })
+                        && ContinuousClock.now < deadline
+                    {}
                     await Task.yield()
                     continue
                 }
@@ -333,10 +342,12 @@ public final class IoRouter: Controller {
             case .censusStarted:
                 router.shared.withLock { $0.census = (Set($0.evaluation.managedNodeIds), []) }
             case .censusEnded:
-                guard let (before, alive) = router.shared.withLock({ shared in
-                    defer { shared.census = nil }
-                    return shared.census
-                }) else { return true }
+                guard
+                    let (before, alive) = router.shared.withLock({ shared in
+                        defer { shared.census = nil }
+                        return shared.census
+                    })
+                else { return true }
                 unmanage(Array(before.subtracting(alive)))
             case .update(let request):
                 await handleUpdate(request)
@@ -370,7 +381,8 @@ public final class IoRouter: Controller {
             let size = node.object.jsonValue.serializedBytes().count
             let previous = nodeSizes[node.objectId]
             let count = nodeSizes.count
-            guard nodeLimit.admits(count: count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
+            guard
+                nodeLimit.admits(count: count, bytes: nodeBytes, isNew: previous == nil, growth: size - (previous ?? 0))
             else {
                 router.shared.withLock { $0.refusedNodeCount += 1 }
                 refusals.refuse {
@@ -405,12 +417,19 @@ public final class IoRouter: Controller {
             let current = router.context
             guard request.event.object.objectId == current.objectId else { return }
             let currentVersion = current[IoRouter.versionProperty]?.intValue ?? 0
-            if let expected = request.event.object[IoRouter.expectedVersionProperty], expected.intValue != currentVersion {
+            if let expected = request.event.object[IoRouter.expectedVersionProperty],
+                expected.intValue != currentVersion
+            {
                 let given = expected.intValue.map(String.init) ?? expected.serialized()
-                logger.info("refused a stale update of IO context \(current.name): expected version \(given), current \(currentVersion)")
-                try? await request.respond(CompleteEvent(
-                    object: current.object,
-                    privateData: ["refused": .string("stale version \(given); the current version is \(currentVersion)")]))
+                logger.info(
+                    "refused a stale update of IO context \(current.name): expected version \(given), current \(currentVersion)"
+                )
+                try? await request.respond(
+                    CompleteEvent(
+                        object: current.object,
+                        privateData: [
+                            "refused": .string("stale version \(given); the current version is \(currentVersion)")
+                        ]))
                 return
             }
             guard var updated = try? IoContext(request.event.object) else { return }
@@ -427,12 +446,16 @@ public final class IoRouter: Controller {
         /// context Updates that caused them.
         private mutating func publishChanges() async {
             // New rules (set from another task) may have marked pairs since the loop looked: then those come first.
-            guard let (changes, problems, statistics, maximum) = router.shared.withLock({ shared in
-                shared.evaluation.hasPendingWork
-                    ? nil
-                    : (shared.evaluation.resolve(), shared.evaluation.takeProblems(), shared.evaluation.statistics,
-                        shared.evaluation.maximumMatches)
-            }) else { return }
+            guard
+                let (changes, problems, statistics, maximum) = router.shared.withLock({ shared in
+                    shared.evaluation.hasPendingWork
+                        ? nil
+                        : (
+                            shared.evaluation.resolve(), shared.evaluation.takeProblems(), shared.evaluation.statistics,
+                            shared.evaluation.maximumMatches
+                        )
+                })
+            else { return }
             for _ in pairsRefused..<max(pairsRefused, statistics.pairsRefused) {
                 refusals.refuse { "a matched pair: \(maximum) pairs are matched" }
             }
@@ -458,7 +481,9 @@ public final class IoRouter: Controller {
             let isLoggedOneByOne = changes.count <= Self.changesLoggedOneByOne
             if !isLoggedOneByOne {
                 let associated = changes.count { $0.route != nil }
-                logger.info("associated \(associated) pairs and disassociated \(changes.count - associated) (each at debug level)")
+                logger.info(
+                    "associated \(associated) pairs and disassociated \(changes.count - associated) (each at debug level)"
+                )
             }
             for change in changes {
                 await publish(change, logged: isLoggedOneByOne)
@@ -476,7 +501,10 @@ public final class IoRouter: Controller {
                 if change.route == nil {
                     logger.log(level: level, "disassociated \(association.sourceName) from \(association.actorName)")
                 } else {
-                    logger.log(level: level, "associated \(association.sourceName) with \(association.actorName) by rule \(association.rule)")
+                    logger.log(
+                        level: level,
+                        "associated \(association.sourceName) with \(association.actorName) by rule \(association.rule)"
+                    )
                 }
             } catch {
                 logger.error("cannot publish Associate: \(error)")
@@ -484,4 +512,3 @@ public final class IoRouter: Controller {
         }
     }
 }
-

@@ -183,14 +183,18 @@ package struct IoRouterEvaluation: Sendable {
         nodes[node.objectId] = managed
         for (index, source) in managed.sources.enumerated() {
             let occurrence = Occurrence(
-                nodeId: node.objectId, position: Position(node: order, point: index), compatibility: Compatibility(source))
-            Self.insert(occurrence, of: source.objectId, into: &sourceOccurrences, byCompatibility: &sourcesByCompatibility)
+                nodeId: node.objectId, position: Position(node: order, point: index),
+                compatibility: Compatibility(source))
+            Self.insert(
+                occurrence, of: source.objectId, into: &sourceOccurrences, byCompatibility: &sourcesByCompatibility)
             markSource(source.objectId)
         }
         for (index, actor) in managed.actors.enumerated() {
             let occurrence = Occurrence(
-                nodeId: node.objectId, position: Position(node: order, point: index), compatibility: Compatibility(actor))
-            Self.insert(occurrence, of: actor.objectId, into: &actorOccurrences, byCompatibility: &actorsByCompatibility)
+                nodeId: node.objectId, position: Position(node: order, point: index),
+                compatibility: Compatibility(actor))
+            Self.insert(
+                occurrence, of: actor.objectId, into: &actorOccurrences, byCompatibility: &actorsByCompatibility)
             markActor(actor.objectId)
         }
     }
@@ -225,11 +229,15 @@ package struct IoRouterEvaluation: Sendable {
 
     private mutating func removeOccurrences(of node: ManagedNode) {
         for source in node.sources {
-            Self.remove(nodeId: node.node.objectId, of: source.objectId, from: &sourceOccurrences, byCompatibility: &sourcesByCompatibility)
+            Self.remove(
+                nodeId: node.node.objectId, of: source.objectId, from: &sourceOccurrences,
+                byCompatibility: &sourcesByCompatibility)
             markSource(source.objectId)
         }
         for actor in node.actors {
-            Self.remove(nodeId: node.node.objectId, of: actor.objectId, from: &actorOccurrences, byCompatibility: &actorsByCompatibility)
+            Self.remove(
+                nodeId: node.node.objectId, of: actor.objectId, from: &actorOccurrences,
+                byCompatibility: &actorsByCompatibility)
             markActor(actor.objectId)
         }
     }
@@ -336,7 +344,8 @@ package struct IoRouterEvaluation: Sendable {
             of: actorOccurrences[actorId] ?? [], in: sourcesByCompatibility, matched: matchedSources[actorId] ?? [])
         // A marked source's pairs are evaluated with it, and so were those of a source evaluated since the actor was marked.
         let markedAt = actorMarkedAt[actorId] ?? 0
-        for sourceId in partners where !pendingSourceSet.contains(sourceId) && (sourceEvaluatedAt[sourceId] ?? -1) < markedAt {
+        for sourceId in partners
+        where !pendingSourceSet.contains(sourceId) && (sourceEvaluatedAt[sourceId] ?? -1) < markedAt {
             evaluate(PairKey(sourceId: sourceId, actorId: actorId))
         }
     }
@@ -362,7 +371,9 @@ package struct IoRouterEvaluation: Sendable {
 
     /// The first compatible occurrences of the pair in the router's order, as the full evaluation meets them.
     private func firstCompatibleOccurrences(of key: PairKey) -> (source: Occurrence, actor: Occurrence)? {
-        guard let sources = sourceOccurrences[key.sourceId], let actors = actorOccurrences[key.actorId] else { return nil }
+        guard let sources = sourceOccurrences[key.sourceId], let actors = actorOccurrences[key.actorId] else {
+            return nil
+        }
         for source in sources {
             if let actor = actors.first(where: { $0.compatibility == source.compatibility }) { return (source, actor) }
         }
@@ -401,7 +412,8 @@ package struct IoRouterEvaluation: Sendable {
             return
         }
         matches[key] = Match(
-            rule: rule, rate: maximum(source.updateRate, actor.updateRate), order: (sourceAt.position, actorAt.position))
+            rule: rule, rate: maximum(source.updateRate, actor.updateRate), order: (sourceAt.position, actorAt.position)
+        )
         matchedActors[key.sourceId, default: []].insert(key.actorId)
         matchedSources[key.actorId, default: []].insert(key.sourceId)
     }
@@ -510,7 +522,8 @@ package struct IoRouterEvaluation: Sendable {
             let association = IoAssociation(
                 sourceId: key.sourceId, sourceName: source.name, actorId: key.actorId, actorName: actor.name,
                 valueType: source.valueType, sourceAgentId: sourceNode.node.object.parentObjectId,
-                actorAgentId: actorNode.node.object.parentObjectId, route: route(for: source), updateRate: rates[key.sourceId] ?? nil,
+                actorAgentId: actorNode.node.object.parentObjectId, route: route(for: source),
+                updateRate: rates[key.sourceId] ?? nil,
                 rule: match.rule)
             entries[key] = Entry(sequence: nextSequence, association: association)
             nextSequence += 1

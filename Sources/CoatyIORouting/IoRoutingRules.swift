@@ -66,7 +66,9 @@ public struct IoAssociationRules: IoRoutingRules {
     private let global: [IoAssociationRule]
 
     public init(_ rules: [IoAssociationRule]) {
-        byValueType = Dictionary(grouping: rules.filter { $0.valueType != nil && $0.valueType != "" }) { $0.valueType ?? "" }
+        byValueType = Dictionary(grouping: rules.filter { $0.valueType != nil && $0.valueType != "" }) {
+            $0.valueType ?? ""
+        }
         global = rules.filter { $0.valueType == nil || $0.valueType == "" }
     }
 
@@ -83,7 +85,8 @@ public struct IoAssociationRules: IoRoutingRules {
 extension RoutingRuleSet: IoRoutingRules {
     public func match(_ candidate: IoRoutingCandidate) -> IoRuleMatch {
         let result = match(
-            source: candidate.source.jsonValue, sourceNode: candidate.sourceNode.jsonValue, actor: candidate.actor.jsonValue,
+            source: candidate.source.jsonValue, sourceNode: candidate.sourceNode.jsonValue,
+            actor: candidate.actor.jsonValue,
             actorNode: candidate.actorNode.jsonValue, context: candidate.context.jsonValue, shared: candidate.shared)
         return IoRuleMatch(rule: result.rule?.name, problems: result.failures.map(\.description))
     }

@@ -59,7 +59,9 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             state.sources.values[index].timer = nil
             state.sources.values[index].timerGeneration += 1
             let discards = state.sources.values[index].pipeline.rebuild(
-                .init(isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate, strategy: source.source.updateStrategy),
+                .init(
+                    isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate,
+                    strategy: source.source.updateStrategy),
                 at: now)
             guard discards, let manager = state.manager else { return (nil, watchers) }
             // A value that waited for its deadline: a new rate or association starts afresh, as in Coaty JS.

@@ -61,10 +61,11 @@ public struct JSONObject: Sendable {
             members.append(member)
             return
         }
-        let position = members.firstIndex { existing in
-            guard let other = arrayIndex(existing.key) else { return true }
-            return other > index
-        } ?? members.endIndex
+        let position =
+            members.firstIndex { existing in
+                guard let other = arrayIndex(existing.key) else { return true }
+                return other > index
+            } ?? members.endIndex
         members.insert(member, at: position)
     }
 

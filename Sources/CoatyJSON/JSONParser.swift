@@ -47,7 +47,8 @@ extension JSONValue {
         self = try result.get()
     }
 
-    public init(parsing text: String, mode: JSONParseMode = .javaScript, maximumDepth: Int = 512) throws(JSONParseError) {
+    public init(parsing text: String, mode: JSONParseMode = .javaScript, maximumDepth: Int = 512) throws(JSONParseError)
+    {
         try self.init(parsing: Array(text.utf8), mode: mode, maximumDepth: maximumDepth)
     }
 
@@ -113,7 +114,9 @@ struct JSONParser<Rules: JSONParsingRules> {
     }
 
     /// An error of strict parsing, at the path being parsed (with `last` appended).
-    private func strictError(_ reason: String, at offset: Int, appending last: JSONPath.Component? = nil) -> JSONParseError {
+    private func strictError(_ reason: String, at offset: Int, appending last: JSONPath.Component? = nil)
+        -> JSONParseError
+    {
         var error = error(reason, at: offset)
         error.path = JSONPath(last.map { path + [$0] } ?? path)
         return error
@@ -350,11 +353,15 @@ struct JSONParser<Rules: JSONParsingRules> {
                 position = saved
             }
             // A lone surrogate cannot be held in a Swift String.
-            if Rules.isStrict { throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart) }
+            if Rules.isStrict {
+                throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart)
+            }
             return "\u{FFFD}"
         }
         guard let scalar = Unicode.Scalar(high) else {
-            if Rules.isStrict { throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart) }
+            if Rules.isStrict {
+                throw strictError("a lone surrogate escape, which stands for no character", at: escapeStart)
+            }
             return "\u{FFFD}"
         }
         return scalar

@@ -148,7 +148,9 @@ public struct JSONCursor: Sendable {
     public func number(in range: ClosedRange<Double>) throws(JSONShapeError) -> Double {
         let number = try number()
         guard range.contains(number) else {
-            throw error("\(JSONValue.number(number)) is out of range \(JSONValue.number(range.lowerBound))...\(JSONValue.number(range.upperBound))")
+            throw error(
+                "\(JSONValue.number(number)) is out of range \(JSONValue.number(range.lowerBound))...\(JSONValue.number(range.upperBound))"
+            )
         }
         return number
     }
@@ -162,7 +164,9 @@ public struct JSONCursor: Sendable {
             let upper = min(range.upperBound, 1 << 53)
             throw error("\(JSONValue.number(number)) is out of range \(lower)...\(upper)")
         }
-        guard range.contains(integer) else { throw error("\(integer) is out of range \(range.lowerBound)...\(range.upperBound)") }
+        guard range.contains(integer) else {
+            throw error("\(integer) is out of range \(range.lowerBound)...\(range.upperBound)")
+        }
         return integer
     }
 

@@ -45,7 +45,8 @@ enum ConnectionFailure {
     /// The TLS session failed after the handshake, before the CONNACK, without a reason from OpenSSL: with TLS 1.3 the
     /// broker checks the client certificate after the client finished its part of the handshake, and closes.
     static func tlsSessionEnded(withClientCertificate: Bool) -> String {
-        let question = withClientCertificate ? "does it trust the client certificate?" : "does it require a client certificate?"
+        let question =
+            withClientCertificate ? "does it trust the client certificate?" : "does it require a client certificate?"
         return "TLS: the broker ended the session before it accepted the connection (\(question))"
     }
 

@@ -14,7 +14,8 @@ public protocol MQTTTransport: AnyObject, Sendable {
     /// network thread of its own runs `executor`'s jobs on it until `disconnect`; one without leaves them to the
     /// executor's fallback.
     func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) throws(MQTTError)
 
     /// Sends at QoS 0. Fails with `.notConnected` while offline: the caller queues.
@@ -145,7 +146,9 @@ public struct MQTTBrokerLocator: Sendable, Equatable, CustomStringConvertible {
 
     public func current() -> Lookup { lookup() }
 
-    public static func == (left: MQTTBrokerLocator, right: MQTTBrokerLocator) -> Bool { left.identity == right.identity }
+    public static func == (left: MQTTBrokerLocator, right: MQTTBrokerLocator) -> Bool {
+        left.identity == right.identity
+    }
 }
 
 public struct MQTTTLSOptions: Sendable, Equatable {
@@ -179,9 +182,12 @@ public struct MQTTReconnectPolicy: Sendable, Equatable {
     public var maximumAttempts: Int?
 
     /// The agent configuration's default.
-    public static let fastResume = MQTTReconnectPolicy(minimumDelay: .milliseconds(100), maximumDelay: .milliseconds(300))
+    public static let fastResume = MQTTReconnectPolicy(
+        minimumDelay: .milliseconds(100), maximumDelay: .milliseconds(300))
 
-    public init(minimumDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), maximumAttempts: Int? = nil) {
+    public init(
+        minimumDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), maximumAttempts: Int? = nil
+    ) {
         self.minimumDelay = minimumDelay
         self.maximumDelay = maximumDelay
         self.maximumAttempts = maximumAttempts

@@ -80,18 +80,21 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     var hasLibraryWakePipe: Bool { LibraryWakePipe.descriptors(of: handle) != nil }
 
     public func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) throws(MQTTError) {
         try state.withLock { (state) throws(MQTTError) in
             precondition(state.phase == .idle, "MosquittoTransport connects once; make a new one to connect again")
             // Another transport's thread may still run the given executor's jobs; this one then keeps its own.
             let wakeEvent = wakeEvent
             let wake: @Sendable () -> Void = { notify(wakeEvent) }
-            let executor = executor.flatMap { $0.attach(wake: wake) ? $0 : nil } ?? {
-                let own = ConnectionExecutor()
-                _ = own.attach(wake: wake)
-                return own
-            }()
+            let executor =
+                executor.flatMap { $0.attach(wake: wake) ? $0 : nil }
+                ?? {
+                    let own = ConnectionExecutor()
+                    _ = own.attach(wake: wake)
+                    return own
+                }()
             state.executor = executor
             let session = NetworkSession(transport: self, options: options, executor: executor, deliver: handler)
             do throws(MQTTError) {
@@ -182,7 +185,8 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         let rc = message.topic.withCString { topic in
             guard strlen(topic) == message.topic.utf8.count else { return MOSQ_ERR_MALFORMED_UTF8.rawValue }
             return message.payload.withUnsafeBytes { payload in
-                mosquitto_publish(handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
+                mosquitto_publish(
+                    handle, &messageId, topic, Int32(payload.count), payload.baseAddress, 0, message.retain)
             }
         }
         if rc == MOSQ_ERR_SUCCESS.rawValue {
@@ -456,7 +460,8 @@ private final class NetworkSession {
             if !accepted && options.tls != nil {
                 rc = mosquitto_loop(handle, 0, 1)
                 if rc == MOSQ_ERR_INVAL.rawValue && socket >= FD_SETSIZE {
-                    failure = "the socket's descriptor \(socket) is beyond the \(FD_SETSIZE) that libmosquitto's TLS handshake can wait on (select); the process has too many files open"
+                    failure =
+                        "the socket's descriptor \(socket) is beyond the \(FD_SETSIZE) that libmosquitto's TLS handshake can wait on (select); the process has too many files open"
                 }
                 continue
             }
@@ -631,9 +636,12 @@ private func receiveConnack(_: OpaquePointer?, _ context: UnsafeMutableRawPointe
     Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connackReceived(code)
 }
 
-private func receiveLog(_: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ level: Int32, _ line: UnsafePointer<CChar>?) {
+private func receiveLog(
+    _: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ level: Int32, _ line: UnsafePointer<CChar>?
+) {
     guard let context, let line else { return }
-    Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connectionLogged(level: level, String(cString: line))
+    Unmanaged<NetworkSession>.fromOpaque(context).takeUnretainedValue().connectionLogged(
+        level: level, String(cString: line))
 }
 
 /// The latency-critical path: copy out what libmosquitto frees after the callback, and hand it on.

@@ -76,7 +76,9 @@ public struct Configuration: Sendable {
 
     /// Reads and validates a configuration file. Its `passwordFile` must be readable by its owner only unless
     /// `allowsOpenPasswordFile` (see `PasswordFilePermissions`).
-    public static func load(file path: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError) -> Configuration {
+    public static func load(file path: String, allowsOpenPasswordFile: Bool = false) throws(ConfigurationError)
+        -> Configuration
+    {
         let bytes: [UInt8]
         do {
             bytes = try BoundedFile.contents(of: path, limit: maximumFileSize)
@@ -97,14 +99,16 @@ public struct Configuration: Sendable {
             throw ConfigurationError(file: source, error)
         }
         do {
-            return try Configuration(document: JSONCursor(document), source: source, allowsOpenPasswordFile: allowsOpenPasswordFile)
+            return try Configuration(
+                document: JSONCursor(document), source: source, allowsOpenPasswordFile: allowsOpenPasswordFile)
         } catch {
             throw ConfigurationError(file: source, path: error.path, reason: error.reason)
         }
     }
 
     public init(
-        identity: Identity = Identity(), ioNodes: [IoNodeDefinition] = [], communication: CommunicationOptions = CommunicationOptions(),
+        identity: Identity = Identity(), ioNodes: [IoNodeDefinition] = [],
+        communication: CommunicationOptions = CommunicationOptions(),
         controllerOptions: [String: JSONObject] = [:], source: String = "configuration"
     ) {
         sharedObjects = []
@@ -153,8 +157,10 @@ public struct Configuration: Sendable {
             guard let sharedSection, largest > self.communication.maximumInboundPayload else { continue }
             throw JSONShapeError(
                 path: sharedSection.path.appending(definition.name),
-                reason: "its advertisements reach \(largest) bytes (maxDataBytes, maxValueBytes and 4096 for the rest), more than "
-                    + "communication.maxInboundPayload (\(self.communication.maximumInboundPayload)); lower maxDataBytes or raise the limit")
+                reason:
+                    "its advertisements reach \(largest) bytes (maxDataBytes, maxValueBytes and 4096 for the rest), more than "
+                    + "communication.maxInboundPayload (\(self.communication.maximumInboundPayload)); lower maxDataBytes or raise the limit"
+            )
         }
         devices = try document.optional("devices")
         homeAssistant = try document.optional("homeAssistant")
@@ -180,7 +186,9 @@ public struct Configuration: Sendable {
             var definition = SharedObjectDefinition(name: name)
             if let objectId = try object.optional("objectId") {
                 let id = try objectId.nonEmptyString()
-                guard objectIds.insert(id).inserted else { throw objectId.error("\(id) is already the objectId of another shared object") }
+                guard objectIds.insert(id).inserted else {
+                    throw objectId.error("\(id) is already the objectId of another shared object")
+                }
                 definition.objectId = id
             }
             definition.data = try object.optional("data")?.object() ?? [:]
@@ -194,7 +202,8 @@ public struct Configuration: Sendable {
             }
             let dataBytes = JSONValue.object(definition.data).serializedBytes().count
             guard dataBytes <= definition.limits.maximumDataBytes else {
-                throw object.error("its data has \(dataBytes) bytes, more than maxDataBytes (\(definition.limits.maximumDataBytes))")
+                throw object.error(
+                    "its data has \(dataBytes) bytes, more than maxDataBytes (\(definition.limits.maximumDataBytes))")
             }
             return definition
         }
@@ -232,8 +241,9 @@ public struct Configuration: Sendable {
                 try IoActor(readIoPoint(point, coreType: .ioActor, seen: &pointIds))
             }
             let characteristics = try node.optional("characteristics")?.object()
-            definitions.append(IoNodeDefinition(
-                contextName: contextName, ioSources: sources, ioActors: actors, characteristics: characteristics))
+            definitions.append(
+                IoNodeDefinition(
+                    contextName: contextName, ioSources: sources, ioActors: actors, characteristics: characteristics))
         }
         return definitions
     }
@@ -247,10 +257,12 @@ public struct Configuration: Sendable {
         if json["objectType"] == nil { json["objectType"] = .string(coreType.objectType) }
         let object = try CoatyObject(validating: .object(json), at: point.path)
         guard object.coreType == coreType else {
-            throw JSONShapeError(path: point.path.appending("coreType"), reason: "must be \"\(coreType.rawValue)\" here")
+            throw JSONShapeError(
+                path: point.path.appending("coreType"), reason: "must be \"\(coreType.rawValue)\" here")
         }
         if let first = seen[object.objectId] {
-            throw JSONShapeError(path: point.path.appending("objectId"), reason: "\(object.objectId) is already used at \(first)")
+            throw JSONShapeError(
+                path: point.path.appending("objectId"), reason: "\(object.objectId) is already used at \(first)")
         }
         seen[object.objectId] = point.path
         return object
@@ -281,7 +293,9 @@ public struct Configuration: Sendable {
         }
         if let namespace = try section.optional("namespace") {
             let name = try namespace.string()
-            guard CoatyName.isValid(name) else { throw namespace.error("namespace must be non-empty without '+', '#' or '/'") }
+            guard CoatyName.isValid(name) else {
+                throw namespace.error("namespace must be non-empty without '+', '#' or '/'")
+            }
             options.namespace = name
         }
         options.shouldEnableCrossNamespacing = try section.optional("shouldEnableCrossNamespacing")?.bool() ?? false
@@ -304,7 +318,9 @@ public struct Configuration: Sendable {
             try tls.allowOnly(["caFile", "certFile", "keyFile", "allowsHostnameMismatch"])
             let certFile = try tls.optional("certFile").map(readTLSFile)
             let keyFile = try tls.optional("keyFile").map(readTLSFile)
-            guard (certFile == nil) == (keyFile == nil) else { throw tls.error("\"certFile\" and \"keyFile\" go together") }
+            guard (certFile == nil) == (keyFile == nil) else {
+                throw tls.error("\"certFile\" and \"keyFile\" go together")
+            }
             options.tls = MQTTTLSOptions(
                 caFile: try readTLSFile(tls.required("caFile")), certFile: certFile, keyFile: keyFile,
                 allowsHostnameMismatch: try tls.optional("allowsHostnameMismatch")?.bool() ?? false)

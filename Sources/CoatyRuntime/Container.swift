@@ -29,7 +29,8 @@ public final class Container: Service, Sendable {
             try MosquittoTransport()
         }
     ) async throws -> Container {
-        let container = Container(configuration: configuration, controllers: controllers, logger: logger, makeTransport: makeTransport)
+        let container = Container(
+            configuration: configuration, controllers: controllers, logger: logger, makeTransport: makeTransport)
         for (name, controller, context) in container.controllers {
             do {
                 try await controller.onInit(context)
@@ -56,10 +57,12 @@ public final class Container: Service, Sendable {
         let sharedObjects = SharedObjects(manager: manager, logger: Logger(label: "coaty.shared"))
         self.sharedObjects = sharedObjects
         self.controllers = controllers.map { name, controller in
-            let options = configuration.controllerOptions[name]
+            let options =
+                configuration.controllerOptions[name]
                 ?? JSONCursor(.object([:]), path: JSONPath([.key("controllers"), .key(name)]))
             let context = ControllerContext(
-                name: name, communicationManager: manager, presence: presence, sharedObjects: sharedObjects, options: options,
+                name: name, communicationManager: manager, presence: presence, sharedObjects: sharedObjects,
+                options: options,
                 configurationSource: configuration.source, logger: Logger(label: "coaty.controller.\(name)"))
             return (name, controller, context)
         }
@@ -101,7 +104,11 @@ public final class Container: Service, Sendable {
     /// Stops handling inbound messages (they are dropped and counted: a stop does not wait for a backlog), lets
     /// controllers publish their last events, cancels their tasks, and stops the manager.
     public func stop() async {
-        guard let task = running.withLock({ running in defer { running = nil }; return running }) else { return }
+        guard
+            let task = running.withLock({ running in
+                defer { running = nil }; return running
+            })
+        else { return }
         communicationManager.stopReceiving()
         for (_, controller, context) in controllers {
             await controller.onStopping(context)

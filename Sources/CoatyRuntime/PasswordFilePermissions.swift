@@ -53,7 +53,9 @@ package enum PasswordFile {
             do { try PasswordFilePermissions.check(path) } catch { throw .open(error) }
         }
         let bytes: [UInt8]
-        do { bytes = try BoundedFile.contents(of: path, limit: Configuration.maximumPasswordFileSize) } catch { throw .unreadable(error) }
+        do { bytes = try BoundedFile.contents(of: path, limit: Configuration.maximumPasswordFileSize) } catch {
+            throw .unreadable(error)
+        }
         let text = String(decoding: bytes, as: UTF8.self)
         return String(text.reversed().drop { $0 == "\n" || $0 == "\r" }.reversed())
     }

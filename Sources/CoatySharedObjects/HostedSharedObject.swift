@@ -27,22 +27,28 @@ struct HostedSharedObject: Sendable {
         guard let key = request.key else { return .deleted }
         if let expectedVersion = request.expectedVersion, expectedVersion != state.version {
             return .refused(
-                .staleVersion, "stale version \(expectedVersion) of shared object \(name); the current version is \(state.version)")
+                .staleVersion,
+                "stale version \(expectedVersion) of shared object \(name); the current version is \(state.version)")
         }
         var data = state.data
         if let value = request.value {
             let size = value.serializedBytes().count
             guard size <= limits.maximumValueBytes else {
-                return .refused(.tooLarge, "the value of \(key) has \(size) bytes; at most \(limits.maximumValueBytes) are allowed")
+                return .refused(
+                    .tooLarge, "the value of \(key) has \(size) bytes; at most \(limits.maximumValueBytes) are allowed")
             }
             data[key] = value
             let total = JSONValue.object(data).serializedBytes().count
             guard total <= limits.maximumDataBytes else {
                 return .refused(
-                    .tooLarge, "shared object \(name) would have \(total) bytes of data; at most \(limits.maximumDataBytes) are allowed")
+                    .tooLarge,
+                    "shared object \(name) would have \(total) bytes of data; at most \(limits.maximumDataBytes) are allowed"
+                )
             }
         } else {
-            guard data.contains(key: key) else { return .refused(.unknownKey, "shared object \(name) has no key \(key)") }
+            guard data.contains(key: key) else {
+                return .refused(.unknownKey, "shared object \(name) has no key \(key)")
+            }
             data[key] = nil
         }
         state.version += 1

@@ -38,8 +38,11 @@ public final class SharedObjectConnection: Sendable {
 
     /// Sets a key. With `expectedVersion`, only if the object is still at that version.
     @discardableResult
-    public func set(_ key: String, to value: JSONValue, expectedVersion: Int? = nil) async throws(SharedObjectFailure) -> SharedChange {
-        let answered = try await objects.request(.set(key: key, value: value, expectedVersion: expectedVersion), from: id)
+    public func set(_ key: String, to value: JSONValue, expectedVersion: Int? = nil) async throws(SharedObjectFailure)
+        -> SharedChange
+    {
+        let answered = try await objects.request(
+            .set(key: key, value: value, expectedVersion: expectedVersion), from: id)
         return SharedChange(key: key, value: value, version: answered.version)
     }
 

@@ -70,7 +70,9 @@ package struct SharedObjectState: Sendable, Hashable {
 
     init(validating object: CoatyObject) throws(JSONShapeError) {
         let root = JSONCursor(object.jsonValue)
-        guard let hostId = object.parentObjectId else { throw root.error("a shared object needs parentObjectId (its host)") }
+        guard let hostId = object.parentObjectId else {
+            throw root.error("a shared object needs parentObjectId (its host)")
+        }
         objectId = object.objectId
         name = object.name
         guard CoatyName.isValid(name), object.externalId == name else {
@@ -79,7 +81,8 @@ package struct SharedObjectState: Sendable, Hashable {
         self.hostId = hostId
         version = try root.required("version").integer(in: 0...Int.max)
         data = try root.required("data").object()
-        expiryMinutes = try root.optional("expiry")?.number(in: Double.leastNonzeroMagnitude...Double.greatestFiniteMagnitude)
+        expiryMinutes = try root.optional("expiry")?.number(
+            in: Double.leastNonzeroMagnitude...Double.greatestFiniteMagnitude)
         isReadOnly = try root.optional("readOnly")?.bool() ?? false
         change = try root.optional("change").map { cursor throws(JSONShapeError) in
             let key = try cursor.required("key").nonEmptyString()
@@ -91,7 +94,8 @@ package struct SharedObjectState: Sendable, Hashable {
     }
 
     public var object: CoatyObject {
-        var object = CoatyObject(coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: objectId, name: name)
+        var object = CoatyObject(
+            coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: objectId, name: name)
         object.externalId = name
         object.parentObjectId = hostId
         object["version"] = .number(Double(version))
@@ -150,7 +154,9 @@ package enum SharedObjectRequest: Sendable, Hashable {
                 expectedVersion: try request.optional("expectedVersion")?.integer(in: 0...Int.max))
         case "delete":
             try request.allowOnly(["operation", "key", "expectedVersion"])
-            self = .delete(key: try Self.key(request), expectedVersion: try request.optional("expectedVersion")?.integer(in: 0...Int.max))
+            self = .delete(
+                key: try Self.key(request),
+                expectedVersion: try request.optional("expectedVersion")?.integer(in: 0...Int.max))
         default:
             try request.allowOnly(["operation"])
             self = .deleteObject
@@ -160,13 +166,16 @@ package enum SharedObjectRequest: Sendable, Hashable {
     private static func key(_ request: JSONCursor) throws(JSONShapeError) -> String {
         let key = try request.required("key")
         let text = try key.nonEmptyString()
-        guard text.utf8.count <= maximumKeyLength else { throw key.error("a key has at most \(maximumKeyLength) bytes") }
+        guard text.utf8.count <= maximumKeyLength else {
+            throw key.error("a key has at most \(maximumKeyLength) bytes")
+        }
         return text
     }
 
     /// The Update that asks the host of `state` for this.
     func update(of objectId: String, name: String) -> UpdateEvent {
-        var object = CoatyObject(coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: objectId, name: name)
+        var object = CoatyObject(
+            coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: objectId, name: name)
         object.externalId = name
         object["request"] = json
         return UpdateEvent(object: object)
@@ -212,7 +221,8 @@ struct SharedMessageObject {
     }
 
     var object: CoatyObject {
-        var object = CoatyObject(coreType: .coatyObject, objectType: SharedObjectWire.messageObjectType, name: objectName)
+        var object = CoatyObject(
+            coreType: .coatyObject, objectType: SharedObjectWire.messageObjectType, name: objectName)
         object.parentObjectId = objectId
         object["message"] = message
         return object

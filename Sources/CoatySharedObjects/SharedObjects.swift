@@ -63,7 +63,10 @@ public final class SharedObjects: Sendable {
         (expiryWakes, expiryWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    public convenience init(manager: CommunicationManager, requestTimeout: Duration = .seconds(3), logger: Logger = Logger(label: "coaty.shared")) {
+    public convenience init(
+        manager: CommunicationManager, requestTimeout: Duration = .seconds(3),
+        logger: Logger = Logger(label: "coaty.shared")
+    ) {
         self.init(manager: manager, clock: ContinuousClock(), requestTimeout: requestTimeout, logger: logger)
     }
 
@@ -80,13 +83,18 @@ public final class SharedObjects: Sendable {
         try await hostedState(definition).snapshot
     }
 
-    private func hostedState(_ definition: SharedObjectDefinition) async throws(SharedObjectFailure) -> SharedObjectState {
+    private func hostedState(_ definition: SharedObjectDefinition) async throws(SharedObjectFailure)
+        -> SharedObjectState
+    {
         guard CoatyName.isValid(definition.name) else { throw Self.invalidName(definition.name) }
         let created = state.withLock { state -> (isNew: Bool, HostedSharedObject) in
-            if let existing = state.hosted.values.first(where: { $0.state.name == definition.name }) { return (false, existing) }
+            if let existing = state.hosted.values.first(where: { $0.state.name == definition.name }) {
+                return (false, existing)
+            }
             let object = HostedSharedObject(
                 state: SharedObjectState(
-                    objectId: definition.objectId ?? CoatyUUID.random(), name: definition.name, hostId: manager.identity.objectId,
+                    objectId: definition.objectId ?? CoatyUUID.random(), name: definition.name,
+                    hostId: manager.identity.objectId,
                     data: definition.data, expiryMinutes: definition.expiryMinutes, isReadOnly: definition.isReadOnly),
                 lastActivity: timing.now(), limits: definition.limits)
             state.hosted[object.state.objectId] = object
@@ -123,7 +131,9 @@ public final class SharedObjects: Sendable {
 
     /// Connects to the shared object of this name: the connection's events start with a snapshot of its data (at
     /// once, unless it waits for a host), then report every change and message.
-    public func connect(_ name: String, ifMissing: IfMissing = .create) async throws(SharedObjectFailure) -> SharedObjectConnection {
+    public func connect(_ name: String, ifMissing: IfMissing = .create) async throws(SharedObjectFailure)
+        -> SharedObjectConnection
+    {
         guard CoatyName.isValid(name) else { throw Self.invalidName(name) }
         let (events, continuation) = ObservationStream.makeStream(of: SharedObjectEvent.self)
         let (id, local) = state.withLock { state in
@@ -208,14 +218,16 @@ public final class SharedObjects: Sendable {
         let current = try Self.available(replica, key: key, value: value)
         let responses: ResponseStream<CompleteEvent>
         do {
-            responses = try manager.publishUpdate(request.update(of: current.objectId, name: current.name), timeout: requestTimeout)
+            responses = try manager.publishUpdate(
+                request.update(of: current.objectId, name: current.name), timeout: requestTimeout)
         } catch {
             throw SharedObjectFailure(.malformed, key: key, value: value, error.description)
         }
         for await response in responses {
             let complete = response.event
             if let refusal = complete.privateData?["refused"]?.stringValue {
-                let reason = complete.privateData?["reason"]?.stringValue.flatMap(SharedObjectFailure.Reason.init(rawValue:))
+                let reason = complete.privateData?["reason"]?.stringValue.flatMap(
+                    SharedObjectFailure.Reason.init(rawValue:))
                 throw SharedObjectFailure(reason ?? .notAllowed, key: key, value: value, refusal)
             }
             guard let answered = SharedObjectState(complete.object) else { continue }
@@ -224,36 +236,44 @@ public final class SharedObjects: Sendable {
             return answered
         }
         throw SharedObjectFailure(
-            .noAnswer, key: key, value: value, "the host of shared object \(current.name) did not answer within \(requestTimeout)")
+            .noAnswer, key: key, value: value,
+            "the host of shared object \(current.name) did not answer within \(requestTimeout)")
     }
 
     /// The state of a connected replica, or why operations on it fail.
-    static func available(_ replica: SharedReplica, key: String?, value: JSONValue?) throws(SharedObjectFailure) -> SharedObjectState {
+    static func available(_ replica: SharedReplica, key: String?, value: JSONValue?) throws(SharedObjectFailure)
+        -> SharedObjectState
+    {
         switch (replica.status, replica.state) {
         case (.deleted, _):
             throw SharedObjectFailure(.deleted, key: key, value: value, "shared object \(replica.name) was deleted")
         case (.connected, let state?):
             return state
         default:
-            throw SharedObjectFailure(.unavailable, key: key, value: value, "shared object \(replica.name) has no host now")
+            throw SharedObjectFailure(
+                .unavailable, key: key, value: value, "shared object \(replica.name) has no host now")
         }
     }
 
     /// Publishes a message to the connection's object and waits until the broker hands it back, as it hands it to
     /// every other connected client.
     func send(_ message: JSONValue, from id: Int) async throws(SharedObjectFailure) {
-        guard let replica = replica(id) else { throw SharedObjectFailure(.unavailable, value: message, "the connection was closed") }
+        guard let replica = replica(id) else {
+            throw SharedObjectFailure(.unavailable, value: message, "the connection was closed")
+        }
         let current = try Self.available(replica, key: nil, value: message)
         let size = message.serializedBytes().count
         let limit = SharedObjectLimits().maximumValueBytes
         guard size <= limit else {
-            throw SharedObjectFailure(.tooLarge, value: message, "the message has \(size) bytes; at most \(limit) are allowed")
+            throw SharedObjectFailure(
+                .tooLarge, value: message, "the message has \(size) bytes; at most \(limit) are allowed")
         }
         let object = SharedMessageObject(objectName: current.name, objectId: current.objectId, message: message).object
         let messageId = object.objectId
         state.withLock { $0.echoes[messageId] = .expected }
         do {
-            try await manager.publishChannel(ChannelEvent(channelId: SharedObjectWire.channelId, content: .object(object)))
+            try await manager.publishChannel(
+                ChannelEvent(channelId: SharedObjectWire.channelId, content: .object(object)))
         } catch {
             endEcho(messageId, echoed: false)
             throw SharedObjectFailure(.malformed, value: message, error.description)
@@ -269,7 +289,8 @@ public final class SharedObjects: Sendable {
             return await group.next() ?? false
         }
         guard echoed else {
-            throw SharedObjectFailure(.noAnswer, value: message, "the broker did not deliver the message within \(requestTimeout)")
+            throw SharedObjectFailure(
+                .noAnswer, value: message, "the broker did not deliver the message within \(requestTimeout)")
         }
     }
 
@@ -382,8 +403,12 @@ public final class SharedObjects: Sendable {
     /// return), and each connection asks again, since its host may have gone while this agent was away.
     private func cameOnline() async {
         let (hosted, connected) = state.withLock { state in
-            (Array(state.hosted.values.map(\.state.withoutChange)),
-             Dictionary(grouping: state.replicas.filter { $0.value.replica.status != .deleted }.keys) { state.replicas[$0]?.replica.name ?? "" })
+            (
+                Array(state.hosted.values.map(\.state.withoutChange)),
+                Dictionary(grouping: state.replicas.filter { $0.value.replica.status != .deleted }.keys) {
+                    state.replicas[$0]?.replica.name ?? ""
+                }
+            )
         }
         for object in hosted { await advertise(object) }
         await withDiscardingTaskGroup { group in
@@ -450,7 +475,8 @@ public final class SharedObjects: Sendable {
         case .refused(let answer, let reason, let message):
             logger.info("refused a request for shared object \(object.name) from \(request.sourceId): \(message)")
             try? await request.respond(
-                CompleteEvent(object: answer, privateData: ["refused": .string(message), "reason": .string(reason.rawValue)]))
+                CompleteEvent(
+                    object: answer, privateData: ["refused": .string(message), "reason": .string(reason.rawValue)]))
         }
     }
 
@@ -476,7 +502,8 @@ public final class SharedObjects: Sendable {
                 return expired
             }
             for object in expired {
-                logger.info("shared object \(object.name) expired after \(object.expiryMinutes ?? 0) minutes without activity")
+                logger.info(
+                    "shared object \(object.name) expired after \(object.expiryMinutes ?? 0) minutes without activity")
                 await manager.publishDeadvertise(DeadvertiseEvent(objectIds: [object.objectId]))
             }
         }
@@ -484,7 +511,8 @@ public final class SharedObjects: Sendable {
 
     /// The failure of a name that is not a valid Coaty name.
     package static func invalidName(_ name: String) -> SharedObjectFailure {
-        SharedObjectFailure(.malformed, "\"\(name)\" is not a valid shared object name: non-empty, without '+', '#' or '/'")
+        SharedObjectFailure(
+            .malformed, "\"\(name)\" is not a valid shared object name: non-empty, without '+', '#' or '/'")
     }
 }
 
@@ -512,7 +540,8 @@ public struct SharedObjectDefinition: Sendable, Hashable {
     public var limits: SharedObjectLimits
 
     public init(
-        name: String, objectId: String? = nil, data: JSONObject = [:], expiryMinutes: Double? = nil, isReadOnly: Bool = false,
+        name: String, objectId: String? = nil, data: JSONObject = [:], expiryMinutes: Double? = nil,
+        isReadOnly: Bool = false,
         limits: SharedObjectLimits = SharedObjectLimits()
     ) {
         self.name = name

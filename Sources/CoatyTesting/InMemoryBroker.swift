@@ -31,14 +31,16 @@ public final class InMemoryBroker: Sendable {
     private let delivery: Task<Void, Never>
 
     public init() {
-        let (stream, continuation) = AsyncStream.makeStream(of: (message: MQTTMessage, recipient: ObjectIdentifier?).self)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: (message: MQTTMessage, recipient: ObjectIdentifier?).self)
         inbox = continuation
         let shared = self.shared
         delivery = Task {
             for await (message, recipient) in stream {
                 let handlers = shared.state.withLock { state in
                     state.clients.filter { id, client in
-                        recipient.map { $0 == id } ?? client.filters.contains { CoatyName.topic(message.topic, matches: $0) }
+                        recipient.map { $0 == id }
+                            ?? client.filters.contains { CoatyName.topic(message.topic, matches: $0) }
                     }.map(\.value.handler)
                 }
                 for handler in handlers { handler(message) }
@@ -93,11 +95,15 @@ public final class InMemoryBroker: Sendable {
 
     /// Queues for a new subscriber the retained messages its filter matches.
     func deliverRetained(to transport: InMemoryTransport, filter: String) {
-        let messages = shared.state.withLock { $0.retained.values.filter { CoatyName.topic($0.topic, matches: filter) } }
+        let messages = shared.state.withLock {
+            $0.retained.values.filter { CoatyName.topic($0.topic, matches: filter) }
+        }
         for message in messages { inbox.yield((message, ObjectIdentifier(transport))) }
     }
 
-    func connect(_ transport: InMemoryTransport, will: MQTTMessage?, handler: @escaping @Sendable (MQTTMessage) -> Void) -> Bool {
+    func connect(_ transport: InMemoryTransport, will: MQTTMessage?, handler: @escaping @Sendable (MQTTMessage) -> Void)
+        -> Bool
+    {
         shared.state.withLock { state in
             guard state.isUp else {
                 state.waiting.append(transport)
@@ -138,11 +144,14 @@ public final class InMemoryTransport: MQTTTransport, Sendable {
     }
 
     public func connect(
-        _ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
     ) {
         let limit = options.maximumInboundPayload
         let deliver: @Sendable (MQTTMessage) -> Void = { message in
-            handler(message.payload.count > limit ? .oversized(topic: message.topic, size: message.payload.count) : .message(message))
+            handler(
+                message.payload.count > limit
+                    ? .oversized(topic: message.topic, size: message.payload.count) : .message(message))
         }
         connection.withLock { $0 = (options, deliver) }
         retry()
@@ -169,7 +178,9 @@ public final class InMemoryTransport: MQTTTransport, Sendable {
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
-        guard broker.update(self, { if !$0.contains(topicFilter) { $0.append(topicFilter) } }) else { throw .notConnected }
+        guard broker.update(self, { if !$0.contains(topicFilter) { $0.append(topicFilter) } }) else {
+            throw .notConnected
+        }
         broker.deliverRetained(to: self, filter: topicFilter)
     }
 

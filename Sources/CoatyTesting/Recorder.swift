@@ -43,7 +43,8 @@ public final class Recorder<Element: Sendable>: Sendable {
     /// Waits until the elements satisfy `condition`; returns them.
     @discardableResult
     public func wait(
-        within deadline: Duration = .seconds(10), _ what: String = "a condition", until condition: @escaping ([Element]) -> Bool
+        within deadline: Duration = .seconds(10), _ what: String = "a condition",
+        until condition: @escaping ([Element]) -> Bool
     ) async throws -> [Element] {
         try await poll(within: deadline, what) { condition(self.elements) }
         return elements
@@ -65,7 +66,9 @@ public struct TimeoutError: Error, CustomStringConvertible {
 }
 
 /// Polls `condition` until it holds, failing after `deadline`.
-public func poll(within deadline: Duration = .seconds(30), _ what: String = "a condition", _ condition: () -> Bool) async throws {
+public func poll(within deadline: Duration = .seconds(30), _ what: String = "a condition", _ condition: () -> Bool)
+    async throws
+{
     let clock = ContinuousClock()
     let end = clock.now.advanced(by: deadline)
     while !condition() {

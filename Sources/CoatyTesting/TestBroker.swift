@@ -88,7 +88,9 @@ public final class TestBroker: Sendable {
             do {
                 try await broker.start()
                 return broker
-            } catch let error as TestSupportError where attempt < 5 && error.description.contains("Address already in use") {
+            } catch let error as TestSupportError
+                where attempt < 5 && error.description.contains("Address already in use")
+            {
                 continue
             }
         }

@@ -130,7 +130,9 @@ public struct EmulatedGPIOChip: Sendable, Hashable {
     /// levels make a bounce); an edge-event requester gets one event per change.
     public func drive(line: Int, _ levels: Bool...) throws(EmulationError) {
         try levels.withUnsafeBufferPointer { (buffer) throws(EmulationError) in
-            try call { coaty_emu_gpio_drive(Int32(number), Int32(clamping: line), buffer.baseAddress, buffer.count, $0, $1) }
+            try call {
+                coaty_emu_gpio_drive(Int32(number), Int32(clamping: line), buffer.baseAddress, buffer.count, $0, $1)
+            }
         }
     }
 
@@ -146,7 +148,8 @@ public struct EmulatedGPIOChip: Sendable, Hashable {
     /// The line's event FIFO holds `fifoDepth` events, by default as many as the kernel's: edges that find it full are
     /// dropped and counted. (In a test process, the emulation's one thread that stands in for the kernel serves every
     /// emulated device: a deeper FIFO keeps its delays, under other tests' traffic, from counting against the reader.)
-    public func startPulses(line: Int, rate: Double, count: UInt64, fifoDepth: Int = kernelEventFIFODepth) throws(EmulationError)
+    public func startPulses(line: Int, rate: Double, count: UInt64, fifoDepth: Int = kernelEventFIFODepth)
+        throws(EmulationError)
         -> EmulatedPulseTrain
     {
         var train: OpaquePointer?

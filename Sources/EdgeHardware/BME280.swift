@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 
@@ -90,8 +90,9 @@ public final class BME280: Sensor {
         let humidityADC = Int32(data[6]) << 8 | Int32(data[7])
         // Each reset value alone is also a possible measurement; all three together mean none took place
         // (the chip was reset between the command and the read).
-        guard temperatureADC != Self.skippedTemperatureOrPressure || pressureADC != Self.skippedTemperatureOrPressure
-            || humidityADC != Self.skippedHumidity
+        guard
+            temperatureADC != Self.skippedTemperatureOrPressure || pressureADC != Self.skippedTemperatureOrPressure
+                || humidityADC != Self.skippedHumidity
         else {
             throw .invalidReading("\(label) returned its reset values instead of a measurement")
         }
@@ -181,8 +182,9 @@ public final class BME280: Sensor {
         var humidity = Double(fineTemperature) - 76800
         humidity =
             (Double(adc) - (Double(c.h4) * 64 + Double(c.h5) / 16384 * humidity))
-            * (Double(c.h2) / 65536 * (1 + Double(c.h6) / 67108864 * humidity
-                * (1 + Double(c.h3) / 67108864 * humidity)))
+            * (Double(c.h2) / 65536
+                * (1 + Double(c.h6) / 67108864 * humidity
+                    * (1 + Double(c.h3) / 67108864 * humidity)))
         humidity *= 1 - Double(c.h1) * humidity / 524288
         return min(max(humidity, 0), 100)
     }

@@ -1,7 +1,7 @@
 import CoatyJSON
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The rate of a growing total over a sliding window: from the sample at the window's start (or the oldest one, while
@@ -61,7 +61,9 @@ package struct CounterStateFile: Sendable, Hashable {
         guard let value = try? JSONValue(parsing: Array(text.utf8)), case .object(let object) = value,
             let number = object["total"]?.numberValue, number >= 0, number < 9.0e15, number == number.rounded()
         else {
-            throw Failure(description: "\(path): $.total: not a count; expected {\"total\": <whole number>} (fix or remove the file)")
+            throw Failure(
+                description:
+                    "\(path): $.total: not a count; expected {\"total\": <whole number>} (fix or remove the file)")
         }
         return UInt64(number)
     }

@@ -39,7 +39,10 @@ public struct DS18B20: Sensor {
     public static func isDeviceId(_ id: String) -> Bool {
         let utf8 = Array(id.utf8)
         return utf8.count == 15 && id.hasPrefix("28-")
-            && utf8[3...].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+            && utf8[3...].allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
     }
 
     private static func devicesDirectory(_ sysfsRoot: String) -> String {

@@ -13,40 +13,55 @@ extension DeviceConfiguration {
 
     /// Checks that every source and actor named here is an IoSource or IoActor of the configuration
     /// (`common.ioContextNodes`), given their objectIds.
-    public func checkReferences(ioSourceIds: Set<String>, ioActorIds: Set<String>, file: String) throws(ConfigurationError) {
-        func check(_ id: String, at path: JSONPath, against ids: Set<String>, kind: String, other: Set<String>, otherKind: String)
+    public func checkReferences(ioSourceIds: Set<String>, ioActorIds: Set<String>, file: String)
+        throws(ConfigurationError)
+    {
+        func check(
+            _ id: String, at path: JSONPath, against ids: Set<String>, kind: String, other: Set<String>,
+            otherKind: String
+        )
             throws(ConfigurationError)
         {
             guard !ids.contains(id) else { return }
-            let reason = other.contains(id)
+            let reason =
+                other.contains(id)
                 ? "\"\(id)\" is an \(otherKind), not an \(kind)"
                 : "no \(kind) with objectId \"\(id)\" in common.ioContextNodes"
             throw ConfigurationError(file: file, path: path, reason: reason)
         }
         for source in sensors.flatMap(\.sources) {
-            try check(source.ioSourceId, at: source.path.appending("ioSource"), against: ioSourceIds,
+            try check(
+                source.ioSourceId, at: source.path.appending("ioSource"), against: ioSourceIds,
                 kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
         }
         for input in inputs {
-            try check(input.ioSourceId, at: input.path.appending("ioSource"), against: ioSourceIds,
+            try check(
+                input.ioSourceId, at: input.path.appending("ioSource"), against: ioSourceIds,
                 kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
         }
         for output in outputs {
-            try check(output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
+            try check(
+                output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
                 kind: "IoActor", other: ioSourceIds, otherKind: "IoSource")
         }
         for output in pwmOutputs {
-            try check(output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
+            try check(
+                output.ioActorId, at: output.path.appending("ioActor"), against: ioActorIds,
                 kind: "IoActor", other: ioSourceIds, otherKind: "IoSource")
             if let duty = output.dutySourceId {
-                try check(duty, at: output.path.appending("dutySource"), against: ioSourceIds,
+                try check(
+                    duty, at: output.path.appending("dutySource"), against: ioSourceIds,
                     kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
             }
         }
         for counter in counters {
-            for (member, id) in [("total", counter.totalSourceId), ("rate", counter.rateSourceId), ("quantity", counter.quantitySourceId)] {
+            for (member, id) in [
+                ("total", counter.totalSourceId), ("rate", counter.rateSourceId),
+                ("quantity", counter.quantitySourceId),
+            ] {
                 guard let id else { continue }
-                try check(id, at: counter.path.appending(member).appending("ioSource"), against: ioSourceIds,
+                try check(
+                    id, at: counter.path.appending(member).appending("ioSource"), against: ioSourceIds,
                     kind: "IoSource", other: ioActorIds, otherKind: "IoActor")
             }
         }
@@ -138,12 +153,14 @@ private struct DevicesParser {
             let addressCursor = try entry.required("address")
             let address = try i2cAddress(addressCursor)
             if let allowed = driver.i2cAddresses, !allowed.contains(address) {
-                let choices = allowed.count == 2
+                let choices =
+                    allowed.count == 2
                     ? "\(hex(allowed.lowerBound)) or \(hex(allowed.upperBound))"
                     : "\(hex(allowed.lowerBound))...\(hex(allowed.upperBound))"
                 throw addressCursor.error("\(hex(address)) is not an address of the \(driver.rawValue) (\(choices))")
             }
-            try claim(I2CDevice(bus: bus, address: address), in: &i2cDevices, by: entry.path, at: addressCursor,
+            try claim(
+                I2CDevice(bus: bus, address: address), in: &i2cDevices, by: entry.path, at: addressCursor,
                 "address \(hex(address)) on \(bus)")
             connection = .i2c(bus: bus, address: address)
         }
@@ -155,7 +172,8 @@ private struct DevicesParser {
                 throw interval.error("must be at least \(shortestInterval.configurationText) for a \(driver.rawValue)")
             }
         }
-        let retry = try entry.optional("retry").map { (cursor) throws(JSONShapeError) in try backoff(cursor) }
+        let retry =
+            try entry.optional("retry").map { (cursor) throws(JSONShapeError) in try backoff(cursor) }
             ?? Self.defaultRetry
         let sources = try sources(entry.required("sources"), of: driver)
         return SensorDevice(
@@ -173,11 +191,13 @@ private struct DevicesParser {
             let filters = try binding.optional("filters")?.elements().map { (filter) throws(JSONShapeError) in
                 try self.filter(filter)
             }
-            bindings.append(SourceBinding(
-                quantity: quantity, ioSourceId: try ioSource(binding), filters: filters ?? [], path: binding.path))
+            bindings.append(
+                SourceBinding(
+                    quantity: quantity, ioSourceId: try ioSource(binding), filters: filters ?? [], path: binding.path))
         }
         guard !bindings.isEmpty else {
-            throw cursor.error("must bind at least one of \(quantities.map { "\"\($0)\"" }.joined(separator: ", ")) to an IoSource")
+            throw cursor.error(
+                "must bind at least one of \(quantities.map { "\"\($0)\"" }.joined(separator: ", ")) to an IoSource")
         }
         return bindings
     }
@@ -187,7 +207,8 @@ private struct DevicesParser {
             return "/dev/i2c-\(try cursor.integer(in: 0...1023))"
         }
         guard case .string(let path) = cursor.value else {
-            throw cursor.error("expected a bus number or a device path like \"/dev/i2c-1\", found \(cursor.value.typeName)")
+            throw cursor.error(
+                "expected a bus number or a device path like \"/dev/i2c-1\", found \(cursor.value.typeName)")
         }
         guard path.hasPrefix("/dev/") && path.count > 5 else {
             throw cursor.error("\"\(path)\" is not a device path like \"/dev/i2c-1\"")
@@ -202,13 +223,16 @@ private struct DevicesParser {
             return UInt8(try cursor.integer(in: 0...0x7F))
         case .string(let text):
             let digits = text.dropFirst(2)
-            guard text.lowercased().hasPrefix("0x"), (1...2).contains(digits.count), let address = UInt8(digits, radix: 16) else {
+            guard text.lowercased().hasPrefix("0x"), (1...2).contains(digits.count),
+                let address = UInt8(digits, radix: 16)
+            else {
                 throw cursor.error("\"\(text)\" is not an I2C address like \"0x48\"")
             }
             guard address <= 0x7F else { throw cursor.error("\(hex(address)) is out of the 7-bit range 0x00...0x7F") }
             return address
         default:
-            throw cursor.error("expected an I2C address, a number or a string like \"0x48\", found \(cursor.value.typeName)")
+            throw cursor.error(
+                "expected an I2C address, a number or a string like \"0x48\", found \(cursor.value.typeName)")
         }
     }
 
@@ -227,14 +251,18 @@ private struct DevicesParser {
         var maximum = max(Self.defaultRetry.maximum, minimum)
         if let max = try cursor.optional("max") {
             maximum = try Duration(parsing: max)
-            guard maximum >= minimum else { throw max.error("must not be shorter than min, \(minimum.configurationText)") }
+            guard maximum >= minimum else {
+                throw max.error("must not be shorter than min, \(minimum.configurationText)")
+            }
         }
         return Backoff(minimum: minimum, maximum: maximum)
     }
 
     // MARK: Filters
 
-    static let filterNames = ["offset", "linear", "calibrate", "clamp", "deadband", "movingAverage", "round", "heartbeat"]
+    static let filterNames = [
+        "offset", "linear", "calibrate", "clamp", "deadband", "movingAverage", "round", "heartbeat",
+    ]
 
     func filter(_ cursor: JSONCursor) throws(JSONShapeError) -> ValueFilter {
         let known = Self.filterNames.map { "\"\($0)\"" }.joined(separator: ", ")
@@ -253,18 +281,22 @@ private struct DevicesParser {
         case "calibrate":
             let points = try argument.elements()
             guard points.count == 2 else {
-                throw argument.error("needs two reference points, {\"measured\": ..., \"actual\": ...}, found \(points.count)")
+                throw argument.error(
+                    "needs two reference points, {\"measured\": ..., \"actual\": ...}, found \(points.count)")
             }
             var pairs: [(measured: Double, actual: Double)] = []
             for point in points {
                 try point.allowOnly(["measured", "actual"])
                 pairs.append((try point.required("measured").number(), try point.required("actual").number()))
             }
-            guard let calibration = LinearCalibration(
-                measured: pairs[0].measured, actual: pairs[0].actual, measured: pairs[1].measured, actual: pairs[1].actual)
+            guard
+                let calibration = LinearCalibration(
+                    measured: pairs[0].measured, actual: pairs[0].actual, measured: pairs[1].measured,
+                    actual: pairs[1].actual)
             else {
                 throw JSONShapeError(
-                    path: points[1].path.appending("measured"), reason: "must differ from the first point's measured value")
+                    path: points[1].path.appending("measured"),
+                    reason: "must differ from the first point's measured value")
             }
             return .calibrate(calibration)
         case "clamp":
@@ -275,9 +307,10 @@ private struct DevicesParser {
             if let lower, let upper, lower > upper, let max = try argument.optional("max") {
                 throw max.error("must not be below min, \(JSONValue.number(lower))")
             }
-            let outside: Clamp.Outside = try argument.optional("outside").map { (cursor) throws(JSONShapeError) in
-                try choice(cursor)
-            } ?? .clamp
+            let outside: Clamp.Outside =
+                try argument.optional("outside").map { (cursor) throws(JSONShapeError) in
+                    try choice(cursor)
+                } ?? .clamp
             return .clamp(Clamp(lower: lower ?? -.infinity, upper: upper ?? .infinity, outside: outside))
         case "deadband":
             let threshold = try argument.number()
@@ -300,7 +333,8 @@ private struct DevicesParser {
 
     mutating func output(_ entry: JSONCursor) throws(JSONShapeError) -> OutputDevice {
         try entry.allowOnly([
-            "driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis", "pulse", "minOnTime",
+            "driver", "ioActor", "chip", "line", "activeLow", "initial", "safeState", "hysteresis", "pulse",
+            "minOnTime",
             "minOffTime",
         ])
         let actorCursor = try entry.required("ioActor")
@@ -309,18 +343,26 @@ private struct DevicesParser {
         let line = try line(entry)
         let activeLow = try entry.optional("activeLow")?.bool() ?? false
         let initial = try entry.optional("initial")?.oneOf(["on", "off"]) ?? "off"
-        let safeState: SafeState = try entry.optional("safeState").map { (cursor) throws(JSONShapeError) in
-            try choice(cursor)
-        } ?? .off
-        var control = try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
+        let safeState: SafeState =
+            try entry.optional("safeState").map { (cursor) throws(JSONShapeError) in
+                try choice(cursor)
+            } ?? .off
+        var control =
+            try entry.optional("hysteresis").map { (cursor) throws(JSONShapeError) in try hysteresis(cursor) }
             ?? .switching
         if let pulseCursor = try entry.optional("pulse") {
-            guard case .switching = control else { throw pulseCursor.error("a pulse output cannot have a hysteresis too") }
+            guard case .switching = control else {
+                throw pulseCursor.error("a pulse output cannot have a hysteresis too")
+            }
             control = .pulse(try pulse(pulseCursor))
         }
         let limits = SwitchingLimits(
-            minimumOn: try entry.optional("minOnTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero,
-            minimumOff: try entry.optional("minOffTime").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero)
+            minimumOn: try entry.optional("minOnTime").map { (cursor) throws(JSONShapeError) in
+                try Duration(parsing: cursor)
+            } ?? .zero,
+            minimumOff: try entry.optional("minOffTime").map { (cursor) throws(JSONShapeError) in
+                try Duration(parsing: cursor)
+            } ?? .zero)
         return OutputDevice(
             ioActorId: ioActorId, line: line, activeLow: activeLow, initial: initial == "on", safeState: safeState,
             control: control, limits: limits, path: entry.path)
@@ -332,7 +374,8 @@ private struct DevicesParser {
         let object = try cursor.object()
         let fan = object.contains(key: "onAbove") || object.contains(key: "offBelow")
         let heater = object.contains(key: "onBelow") || object.contains(key: "offAbove")
-        let pairs = "\"onAbove\" with \"offBelow\" (on when hot, like a fan) or \"onBelow\" with \"offAbove\" (on when cold, like a heater)"
+        let pairs =
+            "\"onAbove\" with \"offBelow\" (on when hot, like a fan) or \"onBelow\" with \"offAbove\" (on when cold, like a heater)"
         guard fan != heater else {
             throw cursor.error(fan ? "mixes two kinds of thresholds: use \(pairs)" : "needs \(pairs)")
         }
@@ -345,7 +388,9 @@ private struct DevicesParser {
             let relation = fan ? "below" : "above"
             throw offCursor.error("must be \(relation) \(onKey), \(JSONValue.number(on)), to leave a band between them")
         }
-        guard shared.sharedObjectNames.isEmpty, let fixed = shared.hysteresis([:]) else { return .sharedHysteresis(shared) }
+        guard shared.sharedObjectNames.isEmpty, let fixed = shared.hysteresis([:]) else {
+            return .sharedHysteresis(shared)
+        }
         return .hysteresis(fixed)
     }
 
@@ -357,7 +402,9 @@ private struct DevicesParser {
     }
 
     /// `"<shared object>.<key>"`.
-    func sharedReference(_ reference: JSONCursor, example: String) throws(JSONShapeError) -> (object: String, key: String) {
+    func sharedReference(_ reference: JSONCursor, example: String) throws(JSONShapeError) -> (
+        object: String, key: String
+    ) {
         let text = try reference.nonEmptyString()
         guard let dot = text.firstIndex(of: "."), dot != text.startIndex, text.index(after: dot) != text.endIndex else {
             throw reference.error("\"\(text)\" is not <shared object>.<key>, such as \"\(example)\"")
@@ -386,9 +433,10 @@ private struct DevicesParser {
                 throw maximumCursor.error("must not be shorter than the duration, \(duration.configurationText)")
             }
         }
-        let retrigger: PulseSettings.Retrigger = try cursor.optional("retrigger").map { (cursor) throws(JSONShapeError) in
-            try choice(cursor)
-        } ?? .restart
+        let retrigger: PulseSettings.Retrigger =
+            try cursor.optional("retrigger").map { (cursor) throws(JSONShapeError) in
+                try choice(cursor)
+            } ?? .restart
         return PulseSettings(duration: duration, maximum: maximum, retrigger: retrigger)
     }
 
@@ -396,7 +444,8 @@ private struct DevicesParser {
 
     mutating func pwmOutput(_ entry: JSONCursor) throws(JSONShapeError) -> PWMOutputDevice {
         try entry.allowOnly([
-            "driver", "ioActor", "chip", "channel", "frequency", "minDuty", "maxDuty", "stopBelow", "kickStart", "inverted",
+            "driver", "ioActor", "chip", "channel", "frequency", "minDuty", "maxDuty", "stopBelow", "kickStart",
+            "inverted",
             "initialDuty", "safeDuty", "slewRate", "curve", "dutySource",
         ])
         let actorCursor = try entry.required("ioActor")
@@ -409,12 +458,15 @@ private struct DevicesParser {
         } else {
             chip = try chipCursor.nonEmptyString()
             guard chip.hasPrefix("pwmchip"), Int(chip.dropFirst(7)) != nil else {
-                throw chipCursor.error("\"\(chip)\" is not a PWM chip like \"pwmchip0\" (a directory of /sys/class/pwm)")
+                throw chipCursor.error(
+                    "\"\(chip)\" is not a PWM chip like \"pwmchip0\" (a directory of /sys/class/pwm)")
             }
         }
         let channelCursor = try entry.required("channel")
         let channel = try channelCursor.integer(in: 0...1023)
-        try claim("\(chip)/\(channel)", in: &pwmChannels, by: entry.path, at: channelCursor, "PWM channel \(channel) of \(chip)")
+        try claim(
+            "\(chip)/\(channel)", in: &pwmChannels, by: entry.path, at: channelCursor,
+            "PWM channel \(channel) of \(chip)")
 
         func percent(_ key: String, default value: Double) throws(JSONShapeError) -> Double {
             guard let cursor = try entry.optional(key) else { return value }
@@ -448,7 +500,9 @@ private struct DevicesParser {
             try kick.allowOnly(["duty", "time"])
             let time = try kick.required("time")
             let duration = try Duration(parsing: time)
-            guard duration > .zero, duration <= .seconds(10) else { throw time.error("must be longer than zero and at most 10s") }
+            guard duration > .zero, duration <= .seconds(10) else {
+                throw time.error("must be longer than zero and at most 10s")
+            }
             var duty = 100.0
             if let dutyCursor = try kick.optional("duty") {
                 duty = try dutyCursor.number()
@@ -461,7 +515,8 @@ private struct DevicesParser {
             guard rate > 0, rate.isFinite else { throw slew.error("must be above zero (percent per second)") }
             settings.slewRate = rate
         }
-        let control = try entry.optional("curve").map { (cursor) throws(JSONShapeError) in try curve(cursor) } ?? .direct
+        let control =
+            try entry.optional("curve").map { (cursor) throws(JSONShapeError) in try curve(cursor) } ?? .direct
         let dutySourceId = try entry.optional("dutySource").map { (cursor) throws(JSONShapeError) -> String in
             let id = try cursor.nonEmptyString()
             try claim(id, in: &ioSources, by: entry.path, at: cursor, "IoSource \"\(id)\"")
@@ -489,7 +544,9 @@ private struct DevicesParser {
         if case .object = pointsCursor.value {
             try pointsCursor.allowOnly(["shared", "default"])
             let (object, key) = try sharedReference(pointsCursor.required("shared"), example: "fan.curve")
-            let fallback = try pointsCursor.optional("default").map { (cursor) throws(JSONShapeError) in try fanCurve(cursor) }
+            let fallback = try pointsCursor.optional("default").map { (cursor) throws(JSONShapeError) in
+                try fanCurve(cursor)
+            }
             points = .shared(object: object, key: key, fallback: fallback)
         } else {
             points = .fixed(try fanCurve(pointsCursor))
@@ -538,15 +595,18 @@ private struct DevicesParser {
             if let window = try rate.optional("window") {
                 device.rateWindow = try Duration(parsing: window)
                 guard device.rateWindow >= device.publishInterval, device.rateWindow <= .seconds(86_400) else {
-                    throw window.error("must be at least the publishInterval, \(device.publishInterval.configurationText), and at most 24h")
+                    throw window.error(
+                        "must be at least the publishInterval, \(device.publishInterval.configurationText), and at most 24h"
+                    )
                 }
             }
             if let per = try rate.optional("per") {
-                device.ratePer = switch try per.oneOf(["second", "minute", "hour"]) {
-                case "minute": .seconds(60)
-                case "hour": .seconds(3600)
-                default: .seconds(1)
-                }
+                device.ratePer =
+                    switch try per.oneOf(["second", "minute", "hour"]) {
+                    case "minute": .seconds(60)
+                    case "hour": .seconds(3600)
+                    default: .seconds(1)
+                    }
             }
         }
         if let quantity = try entry.optional("quantity") {
@@ -554,7 +614,9 @@ private struct DevicesParser {
             device.quantitySourceId = try source(quantity)
             let perUnit = try quantity.required("pulsesPerUnit")
             device.pulsesPerUnit = try perUnit.number()
-            guard let value = device.pulsesPerUnit, value > 0, value.isFinite else { throw perUnit.error("must be above zero") }
+            guard let value = device.pulsesPerUnit, value > 0, value.isFinite else {
+                throw perUnit.error("must be above zero")
+            }
         }
         guard !device.sourceIds.isEmpty else {
             throw entry.error("must publish at least one of \"total\", \"rate\" and \"quantity\" to an IoSource")
@@ -573,17 +635,21 @@ private struct DevicesParser {
         let ioSourceId = try ioSource(entry)
         let line = try line(entry)
         let activeLow = try entry.optional("activeLow")?.bool() ?? false
-        let debounce = try entry.optional("debounce").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) } ?? .zero
+        let debounce =
+            try entry.optional("debounce").map { (cursor) throws(JSONShapeError) in try Duration(parsing: cursor) }
+            ?? .zero
         var mapping = InputMapping.boolean
         if let values = try entry.optional("values") {
             try values.allowOnly(["active", "inactive"])
-            mapping = InputMapping(active: try values.required("active").value, inactive: try values.required("inactive").value)
+            mapping = InputMapping(
+                active: try values.required("active").value, inactive: try values.required("inactive").value)
             guard mapping.active != mapping.inactive else {
                 throw values.error("\"active\" and \"inactive\" must differ, or the input tells nothing")
             }
         }
         return InputDevice(
-            ioSourceId: ioSourceId, line: line, activeLow: activeLow, debounce: debounce, mapping: mapping, path: entry.path)
+            ioSourceId: ioSourceId, line: line, activeLow: activeLow, debounce: debounce, mapping: mapping,
+            path: entry.path)
     }
 
     /// The entry's `chip` and `line`, claimed for it.
@@ -595,16 +661,20 @@ private struct DevicesParser {
         } else {
             guard case .string(let name) = chipCursor.value, !name.isEmpty else {
                 throw chipCursor.error(
-                    "expected a chip name like \"gpiochip0\", a chip label like \"pinctrl-rp1\" or a chip number, found \(describe(chipCursor.value))")
+                    "expected a chip name like \"gpiochip0\", a chip label like \"pinctrl-rp1\" or a chip number, found \(describe(chipCursor.value))"
+                )
             }
             chip = name.hasPrefix("/dev/") ? String(name.dropFirst(5)) : name
         }
         let lineCursor = try entry.required("line")
         let line: GPIOLineAddress
         if case .string(let name) = lineCursor.value {
-            guard !name.isEmpty else { throw lineCursor.error("expected a line offset or a line name like \"GPIO17\", found an empty string") }
+            guard !name.isEmpty else {
+                throw lineCursor.error("expected a line offset or a line name like \"GPIO17\", found an empty string")
+            }
             guard !name.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw lineCursor.error("\"\(name)\" is no line name: write an offset as a number, \(name), or a name like \"GPIO\(name)\"")
+                throw lineCursor.error(
+                    "\"\(name)\" is no line name: write an offset as a number, \(name), or a name like \"GPIO\(name)\"")
             }
             line = GPIOLineAddress(chip: chip, lineName: name)
         } else {
@@ -662,7 +732,8 @@ extension Duration {
         }
         let invalid = cursor.error("\"\(text)\" is not a duration \(example)")
         guard let unit = Self.units.first(where: { text.hasSuffix($0.suffix) }) else { throw invalid }
-        let parts = text.dropLast(unit.suffix.count).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = text.dropLast(unit.suffix.count).split(
+            separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let whole = parts[0]
         let fraction = parts.count == 2 ? parts[1] : ""
         let isDigits = { (part: Substring) in part.allSatisfy { $0.isASCII && $0.isNumber } }
@@ -679,7 +750,8 @@ extension Duration {
     /// The duration the way the configuration writes it: "100ms", "1s", "5min".
     var configurationText: String {
         let nanoseconds = components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
-        for unit in Self.units.sorted(by: { $0.nanoseconds > $1.nanoseconds }) where nanoseconds % unit.nanoseconds == 0 {
+        for unit in Self.units.sorted(by: { $0.nanoseconds > $1.nanoseconds }) where nanoseconds % unit.nanoseconds == 0
+        {
             return "\(nanoseconds / unit.nanoseconds)\(unit.suffix)"
         }
         return "\(nanoseconds)ns"

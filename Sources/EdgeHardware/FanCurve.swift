@@ -21,14 +21,18 @@ public struct FanCurve: Sendable, Hashable {
     public init(points: [Point]) throws(CurveError) {
         guard !points.isEmpty else { throw CurveError(index: nil, reason: "needs at least one point") }
         for (index, point) in points.enumerated() {
-            guard point.input.isFinite else { throw CurveError(index: index, reason: "input \(point.input) is not a number") }
+            guard point.input.isFinite else {
+                throw CurveError(index: index, reason: "input \(point.input) is not a number")
+            }
             guard (0...100).contains(point.duty) else {
                 throw CurveError(index: index, reason: "duty \(JSONValue.number(point.duty)) is outside 0...100")
             }
             if index > 0, point.input <= points[index - 1].input {
                 throw CurveError(
                     index: index,
-                    reason: "input \(JSONValue.number(point.input)) must be above the previous point's, \(JSONValue.number(points[index - 1].input))")
+                    reason:
+                        "input \(JSONValue.number(point.input)) must be above the previous point's, \(JSONValue.number(points[index - 1].input))"
+                )
             }
         }
         self.points = points
@@ -38,7 +42,10 @@ public struct FanCurve: Sendable, Hashable {
     /// shared object holds them).
     public init(json: JSONValue) throws(CurveError) {
         guard case .array(let elements) = json else {
-            throw CurveError(index: nil, reason: "expected an array of points like [40, 0] or {\"input\": 40, \"duty\": 0}, found \(json.typeName)")
+            throw CurveError(
+                index: nil,
+                reason:
+                    "expected an array of points like [40, 0] or {\"input\": 40, \"duty\": 0}, found \(json.typeName)")
         }
         var points: [Point] = []
         for (index, element) in elements.enumerated() {
@@ -49,8 +56,12 @@ public struct FanCurve: Sendable, Hashable {
                 }
                 points.append(Point(input: input, duty: duty))
             case .object(let object):
-                guard let input = object["input"]?.numberValue, let duty = object["duty"]?.numberValue, object.count == 2 else {
-                    throw CurveError(index: index, reason: "a point {\"input\": number, \"duty\": number} has these two members only")
+                guard let input = object["input"]?.numberValue, let duty = object["duty"]?.numberValue,
+                    object.count == 2
+                else {
+                    throw CurveError(
+                        index: index, reason: "a point {\"input\": number, \"duty\": number} has these two members only"
+                    )
                 }
                 points.append(Point(input: input, duty: duty))
             default:

@@ -1,7 +1,7 @@
 import CGPIOD
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A GPIO chip of the machine as libgpiod reports it.
@@ -71,14 +71,17 @@ public enum GPIOChips {
                 throw .noChip("no GPIO chip named or labelled \"\(address.chip)\"; \(presentList())")
             }
             guard labelled.count == 1 else {
-                throw .noChip("\(labelled.count) GPIO chips are labelled \"\(address.chip)\" (\(labelled.map(\.name).joined(separator: ", "))): name one")
+                throw .noChip(
+                    "\(labelled.count) GPIO chips are labelled \"\(address.chip)\" (\(labelled.map(\.name).joined(separator: ", "))): name one"
+                )
             }
             chip = found
         }
         switch address.line {
         case .offset(let offset):
             guard offset < chip.lineCount else {
-                throw .lineUnavailable("\(chip.name) (\(chip.label)) has no line \(offset); its lines are 0...\(chip.lineCount - 1)")
+                throw .lineUnavailable(
+                    "\(chip.name) (\(chip.label)) has no line \(offset); its lines are 0...\(chip.lineCount - 1)")
             }
             return ResolvedGPIOLine(chip: chip, offset: offset, lineName: lineName(chip, offset))
         case .name(let name):
@@ -96,13 +99,16 @@ public enum GPIOChips {
     private static func lineName(_ chip: GPIOChipInfo, _ offset: Int) -> String? {
         guard let handle = gpiod_chip_open(chip.path) else { return nil }
         defer { gpiod_chip_close(handle) }
-        guard let line = gpiod_chip_get_line(handle, UInt32(offset)), let name = gpiod_line_name(line) else { return nil }
+        guard let line = gpiod_chip_get_line(handle, UInt32(offset)), let name = gpiod_line_name(line) else {
+            return nil
+        }
         return String(cString: name)
     }
 
     private static func presentList() -> String {
         let chips = present()
-        return chips.isEmpty ? "no GPIO chips are present" : "chips present: " + chips.map(\.description).joined(separator: ", ")
+        return chips.isEmpty
+            ? "no GPIO chips are present" : "chips present: " + chips.map(\.description).joined(separator: ", ")
     }
 }
 

@@ -2,7 +2,7 @@ import CGPIOD
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A GPIO line read as an input (button, contact, presence sensor) through libgpiod, with edge events on both
@@ -56,7 +56,11 @@ public final class GPIOInput: DigitalInput {
     /// watching thread; a failing line ends the stream with the error.
     public func changes() -> AsyncThrowingStream<Bool, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Bool.self)
-        guard !watched.withLock({ let busy = $0; $0 = true; return busy }) else {
+        guard
+            !watched.withLock({
+                let busy = $0; $0 = true; return busy
+            })
+        else {
             continuation.finish(throwing: GPIOError.lineUnavailable("\(label) is already being watched"))
             return stream
         }
@@ -170,11 +174,13 @@ func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
     defer { pthread_attr_destroy(&attributes) }
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     var thread = pthread_t()
-    let result = pthread_create(&thread, &attributes, { argument in
-        guard let argument else { return nil }
-        Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
-        return nil
-    }, box)
+    let result = pthread_create(
+        &thread, &attributes,
+        { argument in
+            guard let argument else { return nil }
+            Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
+            return nil
+        }, box)
     if result != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
     return result
 }

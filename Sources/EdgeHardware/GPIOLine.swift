@@ -2,7 +2,7 @@ import CGPIOD
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The consumer label this agent's line requests carry; `gpioinfo` shows it.
@@ -36,7 +36,8 @@ final class GPIOLineHandle: @unchecked Sendable {
             let holder = gpiod_line_update(line) == 0 ? gpiod_line_consumer(line).map { String(cString: $0) } : nil
             gpiod_chip_close(chip)
             if code == EBUSY {
-                throw .lineUnavailable("line \(offset) of \(chipPath) is in use by \(holder.map { "\"\($0)\"" } ?? "another consumer")")
+                throw .lineUnavailable(
+                    "line \(offset) of \(chipPath) is in use by \(holder.map { "\"\($0)\"" } ?? "another consumer")")
             }
             throw .io(errno: code, "cannot request line \(offset) of \(chipPath): \(describe(code))")
         }

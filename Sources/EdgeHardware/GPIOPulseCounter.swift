@@ -2,7 +2,7 @@ import CGPIOD
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Counts the pulses on a GPIO line from its edge events (a water, gas or energy meter's pulse output, a fan's
@@ -22,9 +22,10 @@ public final class GPIOPulseCounter: Sendable {
     private let bounces = Atomic<UInt64>(0)
     private let watcherNanoseconds = Atomic<UInt64>(0)
 
-    public init(chip chipPath: String, line offset: Int, activeLow: Bool = false, edge: CounterDevice.Edge = .rising,
-        debounce: Duration = .zero) throws(GPIOError)
-    {
+    public init(
+        chip chipPath: String, line offset: Int, activeLow: Bool = false, edge: CounterDevice.Edge = .rising,
+        debounce: Duration = .zero
+    ) throws(GPIOError) {
         let flags = activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
         handle = try GPIOLineHandle(chipPath: chipPath, offset: offset) { line in
             switch edge {
@@ -54,11 +55,13 @@ public final class GPIOPulseCounter: Sendable {
                     let result = Result { () throws(GPIOError) in try watch(until: stop) }
                     var time = timespec()
                     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-                    watcherNanoseconds.store(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec), ordering: .relaxed)
+                    watcherNanoseconds.store(
+                        UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec), ordering: .relaxed)
                     continuation.resume(returning: result)
                 }
                 if started != 0 {
-                    continuation.resume(returning: .failure(.io(errno: started, "cannot start a thread to count \(label)")))
+                    continuation.resume(
+                        returning: .failure(.io(errno: started, "cannot start a thread to count \(label)")))
                 }
             }
         } onCancel: {
@@ -73,7 +76,9 @@ public final class GPIOPulseCounter: Sendable {
             pollfd(fd: handle.eventDescriptor(), events: Int16(POLLIN | POLLPRI), revents: 0),
             pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0),
         ]
-        let window = UInt64(debounce.components.seconds) * 1_000_000_000 + UInt64(debounce.components.attoseconds / 1_000_000_000)
+        let window =
+            UInt64(debounce.components.seconds) * 1_000_000_000
+            + UInt64(debounce.components.attoseconds / 1_000_000_000)
         var lastCounted: UInt64?
         while true {
             let ready = poll(&descriptors, nfds_t(descriptors.count), -1)

@@ -2,7 +2,7 @@ import CI2C
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An open I2C adapter, `/dev/i2c-<n>`. The chips on one bus share one `I2CBus`: it runs one transfer at a time,

@@ -39,7 +39,9 @@ package struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Du
     private var pendingPulse: Duration?
 
     /// Sets the line to the logic's state first, so that line and logic agree from the start.
-    public init(line: any DigitalOutput, logic: OutputLogic, limits: SwitchingLimits = SwitchingLimits(), at now: Instant)
+    public init(
+        line: any DigitalOutput, logic: OutputLogic, limits: SwitchingLimits = SwitchingLimits(), at now: Instant
+    )
         throws(GPIOError)
     {
         try line.set(active: logic.state)
@@ -64,10 +66,11 @@ package struct OutputDriver<Instant: InstantProtocol>: Sendable where Instant.Du
                 let length = pulse.length(for: value)
                 if written == true {
                     // On already: the running pulse restarts or grows.
-                    let ends = switch pulse.retrigger {
-                    case .restart: now.advanced(by: length)
-                    case .extend: min((pulseEnds ?? now).advanced(by: length), now.advanced(by: pulse.maximum))
-                    }
+                    let ends =
+                        switch pulse.retrigger {
+                        case .restart: now.advanced(by: length)
+                        case .extend: min((pulseEnds ?? now).advanced(by: length), now.advanced(by: pulse.maximum))
+                        }
                     pulseEnds = ends
                 } else {
                     pendingPulse = length

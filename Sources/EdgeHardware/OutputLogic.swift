@@ -63,9 +63,10 @@ package struct SharedHysteresis: Sendable, Hashable {
     }
 
     public var sharedObjectNames: Set<String> {
-        Set([on, off].compactMap { threshold in
-            if case .shared(let object, _, _) = threshold { object } else { nil }
-        })
+        Set(
+            [on, off].compactMap { threshold in
+                if case .shared(let object, _, _) = threshold { object } else { nil }
+            })
     }
 
     /// The two thresholds for the data of the shared objects now (by object name); nil while one has no value.
@@ -219,7 +220,8 @@ package struct OutputLogic: Sendable, Hashable {
             case "off": return false
             default: return nil
             }
-        case (.hysteresis, .number(let number)) where number.isFinite, (.sharedHysteresis, .number(let number)) where number.isFinite:
+        case (.hysteresis, .number(let number)) where number.isFinite,
+            (.sharedHysteresis, .number(let number)) where number.isFinite:
             // Without thresholds yet, the state holds.
             return hysteresis?.state(for: number, current: state) ?? state
         default:

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Synchronization
 
@@ -58,7 +58,9 @@ public final class SysfsPWMChannel: PWMChannel {
     private var channelDirectory: String { "\(chipDirectory)/pwm\(channel)" }
 
     public func start(frequency: Double, inverted: Bool, duty: Double) throws(PWMError) {
-        guard frequency > 0, frequency.isFinite else { throw PWMError(.io, "\(label): frequency \(frequency) Hz is not positive") }
+        guard frequency > 0, frequency.isFinite else {
+            throw PWMError(.io, "\(label): frequency \(frequency) Hz is not positive")
+        }
         let periodNanoseconds = UInt64((1_000_000_000 / frequency).rounded())
         guard let count = Int(try read(chipDirectory + "/npwm", missing: .noChannel)) else {
             throw PWMError(.io, "\(chipDirectory)/npwm is not a number")
@@ -78,7 +80,8 @@ public final class SysfsPWMChannel: PWMChannel {
             }
         }
         let wantedPolarity = inverted ? "inversed" : "normal"
-        let polarity = access(channelDirectory + "/polarity", F_OK) == 0 ? try read(channelDirectory + "/polarity") : "normal"
+        let polarity =
+            access(channelDirectory + "/polarity", F_OK) == 0 ? try read(channelDirectory + "/polarity") : "normal"
         if polarity != wantedPolarity, try read(channelDirectory + "/enable") == "1" {
             try store("0", to: channelDirectory + "/enable")
         }

@@ -77,7 +77,8 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
         init(poller: SensorPoller) {
             self.poller = poller
             self.schedule = SensorSchedule(
-                interval: poller.interval, backoff: poller.backoff, pipelines: poller.pipelines, start: poller.clock.now,
+                interval: poller.interval, backoff: poller.backoff, pipelines: poller.pipelines,
+                start: poller.clock.now,
                 phase: poller.phase)
         }
 
@@ -147,7 +148,9 @@ package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.
     private var lastError: SensorError?
 
     /// Needs an `interval` above zero and a `phase` of zero or more.
-    package init(interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], start: Instant, phase: Duration) {
+    package init(
+        interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], start: Instant, phase: Duration
+    ) {
         precondition(interval > .zero, "poll interval must be positive")
         precondition(phase >= .zero, "poll phase must not be negative")
         self.interval = interval

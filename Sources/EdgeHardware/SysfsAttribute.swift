@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Synchronization
 
@@ -36,10 +36,12 @@ final class SysfsAttribute: Sendable {
     /// file is `noDevice`, any other failure of the file is `io`, and text that is not one integer is an
     /// `invalidReading` that quotes it.
     func integer() throws(SensorError) -> Int64 {
-        try withUnsafeTemporaryAllocation(byteCount: Self.capacity, alignment: 1) { buffer throws(SensorError) -> Int64 in
+        try withUnsafeTemporaryAllocation(byteCount: Self.capacity, alignment: 1) {
+            buffer throws(SensorError) -> Int64 in
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<(try read(into: buffer))])
             guard let value = Self.parseInteger(bytes) else {
-                throw SensorError.invalidReading("\(path) holds \(SysfsFile.quoted(String(decoding: bytes, as: UTF8.self)))")
+                throw SensorError.invalidReading(
+                    "\(path) holds \(SysfsFile.quoted(String(decoding: bytes, as: UTF8.self)))")
             }
             return value
         }

@@ -65,7 +65,9 @@ public struct LinearCalibration: Sendable, Hashable {
 
     /// The line through two reference points, each a measured value and the true value at that point;
     /// nil when both were measured at the same value.
-    public init?(measured first: Double, actual firstActual: Double, measured second: Double, actual secondActual: Double) {
+    public init?(
+        measured first: Double, actual firstActual: Double, measured second: Double, actual secondActual: Double
+    ) {
         guard first != second else { return nil }
         slope = (secondActual - firstActual) / (second - first)
         offset = firstActual - slope * first

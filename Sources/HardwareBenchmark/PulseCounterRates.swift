@@ -10,7 +10,7 @@ import EdgeEmulation
 import EdgeHardware
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func column(_ text: String, _ width: Int) -> String {
@@ -33,8 +33,9 @@ func pulseCounterRates(_ arguments: [String]) async {
     do {
         let hardware = try EmulatedHardware()
         print("pulse counter on an emulated line, \(format(seconds)) s per rate")
-        print(column("rate Hz", 9) + column("pulses", 10) + column("counted", 10) + column("lost", 8)
-            + column("counter ns/pulse", 18) + column("process ns/pulse", 18))
+        print(
+            column("rate Hz", 9) + column("pulses", 10) + column("counted", 10) + column("lost", 8)
+                + column("counter ns/pulse", 18) + column("process ns/pulse", 18))
         var highestLossless: Double?
         for (index, rate) in rates.enumerated() {
             let chip = try hardware.addGPIOChip(index, lines: 4)

@@ -39,22 +39,28 @@ func sensorReads() async throws {
         t1: 27504, t2: 26435, t3: -1000, p1: 36477, p2: -10685, p3: 3024, p4: 2855, p5: 140, p6: -7, p7: 15500,
         p8: -14600, p9: 6000, h1: 75, h2: 362, h3: 0, h4: 313, h5: 50, h6: 30)
     print("conversion alone (CPU time per call)")
-    report("BME280 compensation, T + P + H", await measure(1_000_000) {
-        let adc = Int32(400_000 + random.next() % 200_000)
-        let temperature = BME280.compensateTemperature(adc: adc, calibration)
-        sink += temperature.celsius
-        sink += BME280.compensatePressure(adc: adc, fineTemperature: temperature.fine, calibration) ?? 0
-        sink += BME280.compensateHumidity(adc: adc >> 4, fineTemperature: temperature.fine, calibration)
-    })
-    report("SHT3x CRC of both words + conversion", await measure(1_000_000) {
-        let raw = UInt16(truncatingIfNeeded: random.next())
-        sink += Double(SHT3x.crc8([UInt8(raw >> 8), UInt8(raw & 0xFF)]))
-        sink += Double(SHT3x.crc8([UInt8(raw & 0xFF), UInt8(raw >> 8)]))
-        sink += SHT3x.celsius(rawTemperature: raw) + SHT3x.relativeHumidity(rawHumidity: raw)
-    })
-    report("TMP102 conversion", await measure(1_000_000) {
-        sink += TMP102.celsius(temperatureRegister: UInt16(truncatingIfNeeded: random.next()))
-    })
+    report(
+        "BME280 compensation, T + P + H",
+        await measure(1_000_000) {
+            let adc = Int32(400_000 + random.next() % 200_000)
+            let temperature = BME280.compensateTemperature(adc: adc, calibration)
+            sink += temperature.celsius
+            sink += BME280.compensatePressure(adc: adc, fineTemperature: temperature.fine, calibration) ?? 0
+            sink += BME280.compensateHumidity(adc: adc >> 4, fineTemperature: temperature.fine, calibration)
+        })
+    report(
+        "SHT3x CRC of both words + conversion",
+        await measure(1_000_000) {
+            let raw = UInt16(truncatingIfNeeded: random.next())
+            sink += Double(SHT3x.crc8([UInt8(raw >> 8), UInt8(raw & 0xFF)]))
+            sink += Double(SHT3x.crc8([UInt8(raw & 0xFF), UInt8(raw >> 8)]))
+            sink += SHT3x.celsius(rawTemperature: raw) + SHT3x.relativeHumidity(rawHumidity: raw)
+        })
+    report(
+        "TMP102 conversion",
+        await measure(1_000_000) {
+            sink += TMP102.celsius(temperatureRegister: UInt16(truncatingIfNeeded: random.next()))
+        })
 
     let hardware = try EmulatedHardware()
     let path = try hardware.addI2CBus(1)

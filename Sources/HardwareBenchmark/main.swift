@@ -8,7 +8,7 @@
 import EdgeEmulation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 do {

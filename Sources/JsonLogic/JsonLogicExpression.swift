@@ -192,7 +192,8 @@ extension Operation {
                 }
             } else {
                 references.append(
-                    JsonLogicDataReference(path: .computed(knownPrefix: ""), location: operandPaths[1], hasDefault: false))
+                    JsonLogicDataReference(
+                        path: .computed(knownPrefix: ""), location: operandPaths[1], hasDefault: false))
                 operands[1].collectDataReferences(into: &references)
             }
         default:
@@ -217,7 +218,8 @@ extension Operation {
 
     private static func missingKey(_ key: Node, at location: JSONPath) -> JsonLogicDataReference {
         if case .literal(let value) = key { return missingKey(value, at: location) }
-        return JsonLogicDataReference(path: .computed(knownPrefix: key.knownPrefix), location: location, hasDefault: false)
+        return JsonLogicDataReference(
+            path: .computed(knownPrefix: key.knownPrefix), location: location, hasDefault: false)
     }
 }
 
@@ -319,7 +321,8 @@ struct Parser {
                     components: components, fallback: operands.element(at: 1), path: operatorPath,
                     location: operandValues.first?.1 ?? operatorPath))
         }
-        return .operation(Operation(op: op, operands: operands, path: operatorPath, operandPaths: operandValues.map(\.1)))
+        return .operation(
+            Operation(op: op, operands: operands, path: operatorPath, operandPaths: operandValues.map(\.1)))
     }
 
     /// Catches literal operands that can only be mistakes.

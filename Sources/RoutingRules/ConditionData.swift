@@ -55,10 +55,13 @@ enum ConditionData {
 
     /// The problems in what `condition` reads: errors for unknown roots, warnings for properties that the Coaty
     /// objects (and `context`, if given) do not have. `file` is for the messages.
-    static func problems(in condition: JsonLogicExpression, file: String, context: IoContext? = nil) -> [RuleFileProblem] {
+    static func problems(in condition: JsonLogicExpression, file: String, context: IoContext? = nil)
+        -> [RuleFileProblem]
+    {
         condition.dataReferences.compactMap { reference in
             check(reference, context: context).map {
-                RuleFileProblem(file: file, location: .json(reference.location), reason: $0.reason, severity: $0.severity)
+                RuleFileProblem(
+                    file: file, location: .json(reference.location), reason: $0.reason, severity: $0.severity)
             }
         }
     }
@@ -85,7 +88,10 @@ enum ConditionData {
                 return ("unknown variable: the computed path starts with \(written): \(unknownRoot(first))", .error)
             }
             guard !prefix.isEmpty, !Root.allCases.contains(where: { $0.rawValue.hasPrefix(prefix) }) else { return nil }
-            return ("unknown variable: the computed path starts with \(written), which no root does: \(unknownRoot(prefix))", .error)
+            return (
+                "unknown variable: the computed path starts with \(written), which no root does: \(unknownRoot(prefix))",
+                .error
+            )
         }
     }
 
@@ -102,15 +108,19 @@ enum ConditionData {
             return nil
         case .coatyObject(let coreType, let properties):
             guard let next = properties[component] else {
-                let unknown = "\(path) is an \(coreType.rawValue), which has no property \(JSONValue.string(component).serialized())"
+                let unknown =
+                    "\(path) is an \(coreType.rawValue), which has no property \(JSONValue.string(component).serialized())"
                 let hint = suggestion(for: component, among: Array(properties.keys))
-                return unknown + (hint.isEmpty ? " (Coaty defines \(properties.keys.sorted().formattedList(conjunction: "and")))" : hint)
+                return unknown
+                    + (hint.isEmpty
+                        ? " (Coaty defines \(properties.keys.sorted().formattedList(conjunction: "and")))" : hint)
             }
             return checkMembers(components.dropFirst(), of: next, after: path + "." + component)
         case .array(let element):
             if component == "length" { return nil }
             guard isArrayIndex(component) else {
-                return "\(path) is an array: what follows it must be an index or \"length\", found \(JSONValue.string(component).serialized())"
+                return
+                    "\(path) is an array: what follows it must be an index or \"length\", found \(JSONValue.string(component).serialized())"
             }
             return checkMembers(components.dropFirst(), of: element, after: path + "." + component)
         }

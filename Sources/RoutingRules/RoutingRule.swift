@@ -75,14 +75,15 @@ public struct RoutingRuleSet: Sendable {
     /// The shared objects whose data the conditions read: the second component of each literal path read that
     /// starts with `shared`.
     public var sharedObjectNames: Set<String> {
-        Set(rules.flatMap { rule in
-            rule.condition.dataReferences.compactMap { reference in
-                guard case .literal(let path) = reference.path, path.count >= 2,
-                    path[0] == ConditionData.Root.shared.rawValue
-                else { return nil }
-                return path[1]
-            }
-        })
+        Set(
+            rules.flatMap { rule in
+                rule.condition.dataReferences.compactMap { reference in
+                    guard case .literal(let path) = reference.path, path.count >= 2,
+                        path[0] == ConditionData.Root.shared.rawValue
+                    else { return nil }
+                    return path[1]
+                }
+            })
     }
 
     /// The warnings of all rules, in order (see `RoutingRule.warnings(context:)`).

@@ -75,7 +75,8 @@ struct RuleFileReader {
                 if let path = error.path {
                     RuleFileProblem(file: file, location: .json(path), reason: error.reasonAndPosition)
                 } else {
-                    RuleFileProblem(file: file, location: .text(line: error.line, column: error.column), reason: error.reason)
+                    RuleFileProblem(
+                        file: file, location: .text(line: error.line, column: error.column), reason: error.reason)
                 }
             problems.append(problem)
             return

@@ -222,7 +222,8 @@ private final class PathWatch: Sendable {
             return .failure(
                 Self.failure(
                     watcher.path,
-                    "cannot watch the rules: inotify_add_watch: \(unwatched); trying again every \(watcher.recheckInterval)"))
+                    "cannot watch the rules: inotify_add_watch: \(unwatched); trying again every \(watcher.recheckInterval)"
+                ))
         }
         return Result { () throws(RuleLoadError) in try RoutingRuleSet.load(path: watcher.path) }
     }

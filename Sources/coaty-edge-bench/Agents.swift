@@ -23,7 +23,8 @@ final class Agents: Sendable {
     let directSource: IoSource
     let directActor: IoActor
     let ping = ChannelEvent(
-        channelId: pingChannel, content: .object(CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.bench.Ping", name: "ping")))
+        channelId: pingChannel,
+        content: .object(CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.bench.Ping", name: "ping")))
     private let pongs: ObservationStream<ReceivedEvent<ChannelEvent>>
     private let pooledPongs: ObservationStream<ReceivedEvent<ChannelEvent>>
 
@@ -41,13 +42,17 @@ final class Agents: Sendable {
     init(host: String, port: Int) async throws {
         let options = CommunicationOptions(host: host, port: port)
         // Strategy None: every value goes out at once, whatever the router's update rate.
-        let directSource = IoSource(name: "Bench Direct Source", valueType: Self.valueType, updateStrategy: IoSourceBackpressureStrategy.none)
+        let directSource = IoSource(
+            name: "Bench Direct Source", valueType: Self.valueType, updateStrategy: IoSourceBackpressureStrategy.none)
         let directActor = IoActor(name: "Bench Direct Actor", valueType: Self.valueType)
-        let routedSource = IoSource(name: "Bench Routed Source", valueType: Self.valueType, updateStrategy: IoSourceBackpressureStrategy.none)
+        let routedSource = IoSource(
+            name: "Bench Routed Source", valueType: Self.valueType, updateStrategy: IoSourceBackpressureStrategy.none)
         let routedActor = IoActor(name: "Bench Routed Actor", valueType: Self.valueType)
         let sources = IoSourceController()
         let actors = IoActorController()
-        (self.directSource, self.directActor, self.routedSource, self.routedActor) = (directSource, directActor, routedSource, routedActor)
+        (self.directSource, self.directActor, self.routedSource, self.routedActor) = (
+            directSource, directActor, routedSource, routedActor
+        )
         (self.sources, self.actors) = (sources, actors)
         let a = CommunicationManager(
             identity: Identity(name: "bench A"), options: options,
@@ -66,13 +71,15 @@ final class Agents: Sendable {
                 // B answers on its connection's thread, as the bare echoer answers in its callback.
                 group.addTask(executorPreference: b.connectionExecutor) {
                     for await ping in pings {
-                        try? await b.publishChannel(ChannelEvent(channelId: Self.pongChannel, content: ping.event.content))
+                        try? await b.publishChannel(
+                            ChannelEvent(channelId: Self.pongChannel, content: ping.event.content))
                     }
                 }
                 // And from a task on the global pool, woken for each ping, as the bare handoff echoer's thread.
                 group.addTask(executorPreference: globalConcurrentExecutor) {
                     for await ping in pooledPings {
-                        try? await b.publishChannel(ChannelEvent(channelId: Self.pooledPongChannel, content: ping.event.content))
+                        try? await b.publishChannel(
+                            ChannelEvent(channelId: Self.pooledPongChannel, content: ping.event.content))
                     }
                 }
                 group.addTask(executorPreference: b.connectionExecutor) {
@@ -87,14 +94,18 @@ final class Agents: Sendable {
             Configuration(identity: Identity(name: name), ioNodes: nodes, communication: options)
         }
         sourceAgent = try await Container.resolve(
-            configuration: configuration("bench source", [IoNodeDefinition(contextName: Self.routedContext, ioSources: [routedSource])]),
+            configuration: configuration(
+                "bench source", [IoNodeDefinition(contextName: Self.routedContext, ioSources: [routedSource])]),
             controllers: [("Sources", sources)])
         actorAgent = try await Container.resolve(
-            configuration: configuration("bench actor", [IoNodeDefinition(contextName: Self.routedContext, ioActors: [routedActor])]),
+            configuration: configuration(
+                "bench actor", [IoNodeDefinition(contextName: Self.routedContext, ioActors: [routedActor])]),
             controllers: [("Actors", actors)])
         routerAgent = try await Container.resolve(
             configuration: configuration("bench router", []),
-            controllers: [("Router", IoRouter(context: IoContext(name: Self.routedContext), rules: IoAssociationRules.all))])
+            controllers: [
+                ("Router", IoRouter(context: IoContext(name: Self.routedContext), rules: IoAssociationRules.all))
+            ])
     }
 
     /// Starts every agent and returns once events and values flow on every path.
@@ -106,9 +117,10 @@ final class Agents: Sendable {
         try await settle(b)
 
         let route = CoatyTopic.ioValueRoute(namespace: a.options.namespace, sourceId: directSource.objectId)
-        try await a.publishAssociate(AssociateEvent(
-            ioContextName: Self.directContext, ioSourceId: directSource.objectId, ioActorId: directActor.objectId,
-            associatingRoute: route, updateRate: nil))
+        try await a.publishAssociate(
+            AssociateEvent(
+                ioContextName: Self.directContext, ioSourceId: directSource.objectId, ioActorId: directActor.objectId,
+                associatingRoute: route, updateRate: nil))
         try await waitUntil("the direct association") {
             a.ioState(of: directSource.objectId).hasAssociations && b.ioState(of: directActor.objectId).hasAssociations
         }
@@ -116,8 +128,10 @@ final class Agents: Sendable {
             sources.isAssociated(routedSource) && actors.isAssociated(routedActor)
         }
         // The actors' route subscriptions reach the broker a little after the association.
-        try await prime("the direct route", publish: { try self.publishDirect(0) }, values: try b.observeIoValue(of: directActor))
-        try await prime("the routed route", publish: { try self.publishRouted(0) }, values: actors.values(of: routedActor))
+        try await prime(
+            "the direct route", publish: { try self.publishDirect(0) }, values: try b.observeIoValue(of: directActor))
+        try await prime(
+            "the routed route", publish: { try self.publishRouted(0) }, values: actors.values(of: routedActor))
     }
 
     func stop() async {
@@ -216,17 +230,22 @@ final class Agents: Sendable {
 
     /// From `publishIoValue` on A to B's `observeIoValue`.
     func directValues(_ count: Int) async throws -> LatencyRound {
-        try await oneWay(count, "direct IoValues", values: try b.observeIoValue(of: directActor)) { try self.publishDirect($0) }
+        try await oneWay(count, "direct IoValues", values: try b.observeIoValue(of: directActor)) {
+            try self.publishDirect($0)
+        }
     }
 
     /// From `IoSourceController.publish` on the source agent to the actor agent's `IoActorController.values(of:)`.
     func routedValues(_ count: Int) async throws -> LatencyRound {
-        try await oneWay(count, "routed IoValues", values: actors.values(of: routedActor)) { try self.publishRouted($0) }
+        try await oneWay(count, "routed IoValues", values: actors.values(of: routedActor)) {
+            try self.publishRouted($0)
+        }
     }
 
     /// Publishes the numbers 1, 2, ... one at a time and waits for each at the receiver (skipping a replayed one).
     private func oneWay(
-        _ count: Int, _ what: String, values: ObservationStream<IoValue>, publish: @escaping @Sendable (Double) throws -> Void
+        _ count: Int, _ what: String, values: ObservationStream<IoValue>,
+        publish: @escaping @Sendable (Double) throws -> Void
     ) async throws -> LatencyRound {
         try await withDeadline(what) {
             var arrivals = values.makeAsyncIterator()
@@ -249,13 +268,17 @@ final class Agents: Sendable {
     // MARK: - Throughput
 
     func floodDirect(_ count: Int, window: Int) async throws -> ThroughputRound {
-        try await flood(count, window: window, values: try b.observeIoValue(of: directActor), on: b.connectionExecutor) {
+        try await flood(count, window: window, values: try b.observeIoValue(of: directActor), on: b.connectionExecutor)
+        {
             () throws(BenchmarkError) in try self.publishDirect(21.5)
         }
     }
 
     func floodRouted(_ count: Int, window: Int) async throws -> ThroughputRound {
-        try await flood(count, window: window, values: actors.values(of: routedActor), on: actorAgent.communicationManager.connectionExecutor) {
+        try await flood(
+            count, window: window, values: actors.values(of: routedActor),
+            on: actorAgent.communicationManager.connectionExecutor
+        ) {
             () throws(BenchmarkError) in try self.publishRouted(21.5)
         }
     }
@@ -279,7 +302,9 @@ final class Agents: Sendable {
     }
 
     /// Publishes every 20 ms until a value arrives: the route is in place at the broker.
-    private func prime(_ what: String, publish: @escaping @Sendable () throws -> Void, values: ObservationStream<IoValue>) async throws {
+    private func prime(
+        _ what: String, publish: @escaping @Sendable () throws -> Void, values: ObservationStream<IoValue>
+    ) async throws {
         try await withDeadline("\(what) to carry values", .seconds(10)) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {

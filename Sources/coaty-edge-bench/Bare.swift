@@ -31,7 +31,9 @@ final class BareClients: Sendable {
     }
 
     init(host: String, port: Int) throws(BenchmarkError) {
-        let (handoffAnswers, values, probe, echoThread, pingPong) = (handoffAnswers, values, probe, echoThread, pingPong)
+        let (handoffAnswers, values, probe, echoThread, pingPong) = (
+            handoffAnswers, values, probe, echoThread, pingPong
+        )
         // Takes the time and sends the next ping from the callback: no thread wakes on either side of the pair.
         pinger = try BareClient(clientId: "bench-bare-pinger") { handle, _ in pingPong.answered(handle) }
         // Answers from the callback, as a C client would: the copy is queued before libmosquitto frees the message.
@@ -40,7 +42,8 @@ final class BareClients: Sendable {
         }
         handoffPinger = try BareClient(clientId: "bench-bare-handoff-pinger") { _, _ in handoffAnswers.signal() }
         handoffEchoer = try BareClient(clientId: "bench-bare-handoff-echoer") { _, message in
-            echoThread.hand(UnsafeRawBufferPointer(start: message.pointee.payload, count: Int(message.pointee.payloadlen)))
+            echoThread.hand(
+                UnsafeRawBufferPointer(start: message.pointee.payload, count: Int(message.pointee.payloadlen)))
         }
         publisher = try BareClient(clientId: "bench-bare-publisher") { _, _ in }
         valueReceiver = try BareClient(clientId: "bench-bare-value-receiver") { _, _ in values.signal() }
@@ -159,7 +162,8 @@ private final class CallbackPingPong: Sendable {
             guard round.remaining > 0 else { return true }
             round.start = monotonicNanoseconds()
             round.payload.withUnsafeBytes { bytes in
-                _ = mosquitto_publish(handle, nil, BareClients.Topic.ping, Int32(bytes.count), bytes.baseAddress, 0, false)
+                _ = mosquitto_publish(
+                    handle, nil, BareClients.Topic.ping, Int32(bytes.count), bytes.baseAddress, 0, false)
             }
             return false
         }

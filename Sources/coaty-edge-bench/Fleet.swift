@@ -90,7 +90,8 @@ struct FleetSimulation {
             guard agents <= maximum else {
                 throw UsageError(
                     "--agents \(agents): this process may open \(descriptors) files (ulimit -Hn), which hold \(maximum) "
-                        + "agents of \(Self.descriptorsPerAgent) descriptors each; raise the hard limit or run several processes")
+                        + "agents of \(Self.descriptorsPerAgent) descriptors each; raise the hard limit or run several processes"
+                )
             }
             guard drop <= agents else { throw UsageError("--drop \(drop) is more than --agents \(agents)") }
             guard drop == 0 || dropWhen != nil else { throw UsageError("--drop needs --drop-when FILE") }
@@ -158,7 +159,9 @@ struct FleetSimulation {
     static func usage() -> String {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+                usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         let peak = Double(usage.ru_maxrss) / 1024
         return "cpu \((cpu * 10).rounded() / 10) s peak rss \((peak * 10).rounded() / 10) MiB"
     }
@@ -173,4 +176,3 @@ struct FleetSimulation {
 }
 
 private let stopRequested = Atomic<Bool>(false)
-

@@ -24,17 +24,18 @@ final class LocalBroker {
         guard let created = mkdtemp(&template) else { throw .system("cannot create a temporary directory", errno) }
         let directory = String(cString: created)
         let port = try freeLoopbackPort()
-        let configuration = [
-            "listener \(port) 127.0.0.1",
-            "allow_anonymous true",
-            "persistence false",
-            "set_tcp_nodelay \(tcpNoDelay)",
-            "log_dest stderr",
-            "log_type error",
-            "log_type warning",
-            // Started as root, mosquitto would switch to the user "mosquitto".
-            "user \(currentUserName())",
-        ].joined(separator: "\n") + "\n"
+        let configuration =
+            [
+                "listener \(port) 127.0.0.1",
+                "allow_anonymous true",
+                "persistence false",
+                "set_tcp_nodelay \(tcpNoDelay)",
+                "log_dest stderr",
+                "log_type error",
+                "log_type warning",
+                // Started as root, mosquitto would switch to the user "mosquitto".
+                "user \(currentUserName())",
+            ].joined(separator: "\n") + "\n"
         try writeFile("\(directory)/mosquitto.conf", configuration)
         let pid = try spawn(executable, ["-c", "\(directory)/mosquitto.conf"], errorFile: "\(directory)/stderr")
         let broker = LocalBroker(port: port, pid: pid, directory: directory)

@@ -125,8 +125,11 @@ final class DeliveryProbe: Sendable {
 
 /// Runs blocking work (a semaphore wait, a flood) on a thread of its own, not on one of Swift's cooperative
 /// threads, which the agents need meanwhile.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(BenchmarkError) -> T) async throws(BenchmarkError) -> T {
-    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, BenchmarkError>, Never>) in
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(BenchmarkError) -> T) async throws(BenchmarkError)
+    -> T
+{
+    let result = await withCheckedContinuation {
+        (continuation: CheckedContinuation<Result<T, BenchmarkError>, Never>) in
         do throws(BenchmarkError) {
             try startThread { continuation.resume(returning: Result { () throws(BenchmarkError) in try body() }) }
         } catch {

@@ -86,7 +86,9 @@ struct BenchmarkOptions: Sendable {
                 } catch {
                     throw UsageError(error.description)
                 }
-                if broker?.usesTLS == true { throw UsageError("the benchmark connects without TLS; use an mqtt:// broker") }
+                if broker?.usesTLS == true {
+                    throw UsageError("the benchmark connects without TLS; use an mqtt:// broker")
+                }
             case "--stock-broker": stockBroker = true
             case "--json": json = true
             case "--help", "-h": throw UsageError(nil)

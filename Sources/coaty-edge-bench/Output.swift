@@ -14,18 +14,25 @@ extension Report {
             "coaty-edge-bench: libmosquitto \(libmosquitto), \(broker)",
             "best of \(options.rounds) rounds (lowest p50, highest rate) after a warm-up round; the figures take turns each round",
         ]
-        if hasAny(latency: [.bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip]) {
+        if hasAny(latency: [
+            .bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip,
+        ]) {
             lines += [
                 "",
                 "1. Event round trip, one request in flight, \(options.requests) per round (payload \(payloads["roundTrip"] ?? 0) bytes)",
                 latencyHeader,
                 latencyRow("bare libmosquitto pair, ping and echo in the callbacks", .bareRoundTrip, baseline: nil),
-                latencyRow("bare pair, echo from a thread woken by the callback", .handoffRoundTrip, baseline: .bareRoundTrip),
+                latencyRow(
+                    "bare pair, echo from a thread woken by the callback", .handoffRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Channel answered by Channel, two managers", .channelRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("  the same, tasks on the global pool", .pooledChannelRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Call answered by Return, two managers", .callRoundTrip, baseline: .bareRoundTrip),
-                verdict("Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50), atMost: Target.roundTripRatio),
-                verdict("Call/Return round trip p50", ratio(.callRoundTrip, .bareRoundTrip, \.p50), atMost: Target.roundTripRatio),
+                verdict(
+                    "Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50),
+                    atMost: Target.roundTripRatio),
+                verdict(
+                    "Call/Return round trip p50", ratio(.callRoundTrip, .bareRoundTrip, \.p50),
+                    atMost: Target.roundTripRatio),
             ]
         }
         if hasAny(throughput: [.directThroughput]) {
@@ -34,7 +41,8 @@ extension Report {
                 "2. IoValue throughput, \(options.messages) values of \(payloads["value"] ?? 0) bytes per round, at most \(options.window) in flight",
                 throughputHeader,
                 throughputRow("bare libmosquitto pair", .bareThroughput, baseline: nil),
-                throughputRow("publishIoValue to observeIoValue, two managers", .directThroughput, baseline: .bareThroughput),
+                throughputRow(
+                    "publishIoValue to observeIoValue, two managers", .directThroughput, baseline: .bareThroughput),
                 verdict("IoValue throughput", throughputRatio(.directThroughput), atLeast: Target.throughputRatio),
             ]
         }
@@ -50,7 +58,8 @@ extension Report {
                 "   sustained, \(options.messages) values per round, at most \(options.window) in flight",
                 throughputHeader,
                 throughputRow("bare libmosquitto pair", .bareThroughput, baseline: nil),
-                throughputRow("IoSourceController to IoActorController.values", .routedThroughput, baseline: .bareThroughput),
+                throughputRow(
+                    "IoSourceController to IoActorController.values", .routedThroughput, baseline: .bareThroughput),
             ]
         }
         return lines.joined(separator: "\n")
@@ -70,7 +79,10 @@ extension Report {
     private func latencyRow(_ name: String, _ figure: Figure, baseline: Figure?) -> String {
         guard let best = latency(figure), let rounds = latencies[figure] else { return row(name, ["not measured"]) }
         let p50s = rounds.map(\.p50)
-        var cells = [micro(best.p50), micro(best.p99), micro(best.mean), "\(decimal(p50s.min() ?? .nan))-\(decimal(p50s.max() ?? .nan))"]
+        var cells = [
+            micro(best.p50), micro(best.p99), micro(best.mean),
+            "\(decimal(p50s.min() ?? .nan))-\(decimal(p50s.max() ?? .nan))",
+        ]
         if let baseline {
             cells += [\LatencyRound.p50, \.p99, \.mean].map { times(ratio(figure, baseline, $0)) }
         }
@@ -78,7 +90,9 @@ extension Report {
     }
 
     private func throughputRow(_ name: String, _ figure: Figure, baseline: Figure?) -> String {
-        guard let best = throughput(figure), let rounds = throughputs[figure] else { return row(name, ["not measured"]) }
+        guard let best = throughput(figure), let rounds = throughputs[figure] else {
+            return row(name, ["not measured"])
+        }
         let rates = rounds.map(\.perSecond)
         var cells = [
             grouped(best.perSecond), "\(best.lost)", micro(best.cpuMicrosecondsPerMessage),
@@ -90,18 +104,22 @@ extension Report {
 
     private func verdict(_ what: String, _ ratio: Double?, atMost limit: Double) -> String {
         guard let ratio else { return "" }
-        return "   \(what): \(times(ratio)) of the bare client; target at most \(times(limit)): \(ratio <= limit ? "met" : "MISSED")"
+        return
+            "   \(what): \(times(ratio)) of the bare client; target at most \(times(limit)): \(ratio <= limit ? "met" : "MISSED")"
     }
 
     private func verdict(_ what: String, _ ratio: Double?, atLeast limit: Double) -> String {
         guard let ratio else { return "" }
-        return "   \(what): \(times(ratio)) of the bare client; target at least \(times(limit)): \(ratio >= limit ? "met" : "MISSED")"
+        return
+            "   \(what): \(times(ratio)) of the bare client; target at least \(times(limit)): \(ratio >= limit ? "met" : "MISSED")"
     }
 
     private func row(_ name: String, _ cells: [String]) -> String {
         let widths = [10, 10, 10, 14, 10, 7, 7]
         var line = "   " + name.padding(to: 50)
-        for (cell, width) in zip(cells, widths) { line += String(repeating: " ", count: max(1, width - cell.count)) + cell }
+        for (cell, width) in zip(cells, widths) {
+            line += String(repeating: " ", count: max(1, width - cell.count)) + cell
+        }
         return line
     }
 
@@ -128,7 +146,8 @@ extension Report {
             "requestsPerRound": .number(Double(options.requests)),
             "messagesPerRound": .number(Double(options.messages)),
             "window": .number(Double(options.window)),
-            "payloadBytes": .object(JSONObject(payloads.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })),
+            "payloadBytes": .object(
+                JSONObject(payloads.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })),
         ]
         var figures = JSONObject()
         for figure in Figure.allCases {
@@ -149,7 +168,8 @@ extension Report {
                 var entry: JSONObject = [
                     "valuesPerSecond": .number(best.perSecond), "sent": .number(Double(best.sent)),
                     "cpuMicrosecondsPerValue": .number(best.cpuMicrosecondsPerMessage),
-                    "lost": .number(Double(best.lost)), "roundsValuesPerSecond": .array(rounds.map { .number($0.perSecond) }),
+                    "lost": .number(Double(best.lost)),
+                    "roundsValuesPerSecond": .array(rounds.map { .number($0.perSecond) }),
                 ]
                 if figure.baseline != nil { entry["ratio"] = throughputRatio(figure).map(JSONValue.number) ?? .null }
                 figures[figure.rawValue] = .object(entry)
@@ -186,7 +206,8 @@ private func decimal(_ value: Double, places: Int = 1) -> String {
     for _ in 0..<places { scale *= 10 }
     let scaled = Int((abs(value) * Double(scale)).rounded())
     let fraction = String(scaled % scale)
-    return (value < 0 ? "-" : "") + "\(scaled / scale)." + String(repeating: "0", count: places - fraction.count) + fraction
+    return (value < 0 ? "-" : "") + "\(scaled / scale)." + String(repeating: "0", count: places - fraction.count)
+        + fraction
 }
 
 /// A whole number with thin groups of three digits.

@@ -60,7 +60,9 @@ func runBenchmarks(_ options: BenchmarkOptions) async throws -> Report {
     return report
 }
 
-private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Agents, into report: inout Report) async throws {
+private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Agents, into report: inout Report)
+    async throws
+{
     let scenarios = options.scenarios
     // The bare clients carry the very bytes the agents put on the wire.
     let pingPayload = agents.ping.payload.serializedBytes()
@@ -70,8 +72,14 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
     var latencies: [(Figure, @Sendable () async throws -> LatencyRound)] = []
     if scenarios.contains(.roundTrip) {
         latencies += [
-            (.bareRoundTrip, { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: false) }),
-            (.handoffRoundTrip, { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: true) }),
+            (
+                .bareRoundTrip,
+                { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: false) }
+            ),
+            (
+                .handoffRoundTrip,
+                { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: true) }
+            ),
             (.channelRoundTrip, { @Sendable in try await agents.channelRoundTrips(options.requests) }),
             (.pooledChannelRoundTrip, { @Sendable in try await agents.pooledChannelRoundTrips(options.requests) }),
             (.callRoundTrip, { @Sendable in try await agents.callRoundTrips(options.requests) }),
@@ -86,13 +94,21 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
     }
     var throughputs: [(Figure, @Sendable () async throws -> ThroughputRound)] = []
     if scenarios.contains(.throughput) || scenarios.contains(.routing) {
-        throughputs.append((.bareThroughput, { @Sendable in try await bare.flood(options.messages, window: options.window, payload: valuePayload) }))
+        throughputs.append(
+            (
+                .bareThroughput,
+                { @Sendable in try await bare.flood(options.messages, window: options.window, payload: valuePayload) }
+            ))
     }
     if scenarios.contains(.throughput) {
-        throughputs.append((.directThroughput, { @Sendable in try await agents.floodDirect(options.messages, window: options.window) }))
+        throughputs.append(
+            (.directThroughput, { @Sendable in try await agents.floodDirect(options.messages, window: options.window) })
+        )
     }
     if scenarios.contains(.routing) {
-        throughputs.append((.routedThroughput, { @Sendable in try await agents.floodRouted(options.messages, window: options.window) }))
+        throughputs.append(
+            (.routedThroughput, { @Sendable in try await agents.floodRouted(options.messages, window: options.window) })
+        )
     }
 
     if let chosen = options.figures {

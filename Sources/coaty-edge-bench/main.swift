@@ -13,7 +13,8 @@ if CommandLine.arguments.dropFirst().first == "fleet" {
         try await FleetSimulation(options: FleetSimulation.Options(arguments: CommandLine.arguments.dropFirst(2))).run()
         exit(0)
     } catch let error as UsageError {
-        writeStandardError((error.message.map { "coaty-edge-bench fleet: \($0)\n\n" } ?? "") + FleetSimulation.Options.usage + "\n")
+        writeStandardError(
+            (error.message.map { "coaty-edge-bench fleet: \($0)\n\n" } ?? "") + FleetSimulation.Options.usage + "\n")
         exit(error.message == nil ? 0 : 2)
     } catch {
         writeStandardError("coaty-edge-bench fleet: \(error)\n")

@@ -20,23 +20,31 @@ struct CoatyEdgeDashboard: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
-    @Option(help: ArgumentHelp("Where to serve the page: HOST:PORT, [IPv6]:PORT, or PORT (0: a free port).", valueName: "address"))
+    @Option(
+        help: ArgumentHelp(
+            "Where to serve the page: HOST:PORT, [IPv6]:PORT, or PORT (0: a free port).", valueName: "address"))
     var listen = "127.0.0.1:8080"
 
-    @Option(help: ArgumentHelp("A file (mode 0600) holding the token the page asks for; needed beyond loopback.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A file (mode 0600) holding the token the page asks for; needed beyond loopback.", valueName: "file"))
     var tokenFile: String?
 
     @Option(help: ArgumentHelp("Seconds of value history kept for each source's chart.", valueName: "seconds"))
     var historyWindow = Seconds(3600)
 
-    @Option(help: ArgumentHelp("Points of each chart's history (the window is cut into this many buckets).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp("Points of each chart's history (the window is cut into this many buckets).", valueName: "n")
+    )
     var historyPoints = 720
 
     @Option(help: ArgumentHelp("The directory of Debian's libjs-dygraphs (dygraph.min.js).", valueName: "directory"))
     var chartLibrary = DashboardSettings().chartLibraryDirectory
 
     func validate() throws {
-        guard (2...10_000).contains(historyPoints) else { throw ValidationError("--history-points must be within 2...10000") }
+        guard (2...10_000).contains(historyPoints) else {
+            throw ValidationError("--history-points must be within 2...10000")
+        }
     }
 
     func run() async throws {
@@ -48,7 +56,8 @@ struct CoatyEdgeDashboard: AsyncParsableCommand {
             settings.chartLibraryDirectory = chartLibrary
             if let tokenFile {
                 do {
-                    settings.token = try PasswordFile.password(in: tokenFile, allowingOpenFile: connection.allowOpenPasswordFile)
+                    settings.token = try PasswordFile.password(
+                        in: tokenFile, allowingOpenFile: connection.allowOpenPasswordFile)
                 } catch {
                     throw CommandFailure(.configuration, "\(error)")
                 }

@@ -16,7 +16,8 @@ struct Config: ParsableCommand {
         @Argument(help: ArgumentHelp("The agent configuration.", valueName: "file"))
         var file: String
 
-        @Flag(help: "Accept a passwordFile that its group or others may read, as `run --allow-open-password-file` does.")
+        @Flag(
+            help: "Accept a passwordFile that its group or others may read, as `run --allow-open-password-file` does.")
         var allowOpenPasswordFile = false
 
         func run() throws {

@@ -26,7 +26,9 @@ struct Observe: AsyncParsableCommand {
     @Option(help: "Only IO sources of this value type.")
     var valueType: String?
 
-    @Option(help: ArgumentHelp("Only the agents whose name matches this shell pattern, and their IO sources.", valueName: "pattern"))
+    @Option(
+        help: ArgumentHelp(
+            "Only the agents whose name matches this shell pattern, and their IO sources.", valueName: "pattern"))
     var agent: String?
 
     @Flag(help: "One JSON object per event and line.")
@@ -44,7 +46,8 @@ struct Observe: AsyncParsableCommand {
 
     func run() async throws {
         try await perform {
-            let filter = ObserveModel.Filter(context: context, source: source, valueType: valueType, agent: agent.map(NamePattern.init))
+            let filter = ObserveModel.Filter(
+                context: context, source: source, valueType: valueType, agent: agent.map(NamePattern.init))
             let options = try connection.settings.communicationOptions()
             let output: ObserveSession.Output
             if summary {
@@ -52,7 +55,8 @@ struct Observe: AsyncParsableCommand {
             } else if json {
                 output = .json
             } else if StandardOutput.terminalSize() != nil {
-                let namespace = options.shouldEnableCrossNamespacing ? "all namespaces" : "namespace \(options.namespace)"
+                let namespace =
+                    options.shouldEnableCrossNamespacing ? "all namespaces" : "namespace \(options.namespace)"
                 output = .table(title: "coaty-edge observe  \(options.brokerDescription)  \(namespace)")
             } else {
                 output = .lines
@@ -83,13 +87,16 @@ struct Agents: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Only agents whose name matches this shell pattern.", valueName: "pattern"))
     var name: String?
 
-    @Option(help: ArgumentHelp("Only agents in this state: ok, failing (a device fails), no-devices.", valueName: "state"))
+    @Option(
+        help: ArgumentHelp("Only agents in this state: ok, failing (a device fails), no-devices.", valueName: "state"))
     var state: AgentStateArgument?
 
     @Option(help: "Only agents with an IO node in this IO context.")
     var context: String?
 
-    @Option(help: ArgumentHelp("Only agents with this IO source or actor, by objectId or name pattern.", valueName: "id-or-pattern"))
+    @Option(
+        help: ArgumentHelp(
+            "Only agents with this IO source or actor, by objectId or name pattern.", valueName: "id-or-pattern"))
     var point: String?
 
     @Option(help: "Only agents with an IO source or actor of this value type.")
@@ -105,16 +112,20 @@ struct Agents: AsyncParsableCommand {
     var summary = false
 
     func validate() throws {
-        if [json, brief, summary].filter({ $0 }).count > 1 { throw ValidationError("choose one of --json, --brief and --summary") }
+        if [json, brief, summary].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --json, --brief and --summary")
+        }
     }
 
     func run() async throws {
         try await perform {
             let census = self.census.duration
             let filter = AgentCensus.Filter(
-                name: name.map(NamePattern.init), state: state?.state, context: context, point: point.map(NamePattern.init),
+                name: name.map(NamePattern.init), state: state?.state, context: context,
+                point: point.map(NamePattern.init),
                 valueType: valueType)
-            let result = try await connection.withSession(censusTimeout: AgentCensus.longestWait(for: census)) { session in
+            let result = try await connection.withSession(censusTimeout: AgentCensus.longestWait(for: census)) {
+                session in
                 await AgentCensus.take(session, duration: census)
             }
             for shortfall in result.shortfalls { StandardError.write("coaty-edge agents: \(shortfall)\n") }
@@ -124,8 +135,10 @@ struct Agents: AsyncParsableCommand {
                 return StandardOutput.write("no agents match (\(AgentCensus.counted(online.count, "agent")) online)\n")
             }
             let text =
-                json ? AgentCensus.jsonLines(entries)
-                : brief ? AgentCensus.brief(entries) : summary ? AgentCensus.summary(entries) : AgentCensus.text(entries)
+                json
+                ? AgentCensus.jsonLines(entries)
+                : brief
+                    ? AgentCensus.brief(entries) : summary ? AgentCensus.summary(entries) : AgentCensus.text(entries)
             StandardOutput.write(text)
         }
     }
@@ -169,9 +182,11 @@ struct Context: AsyncParsableCommand {
                     await ContextCommands.discover(session, name: name, timeout: timeout)
                 }
                 guard !contexts.isEmpty else {
-                    throw CommandFailure(.failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
+                    throw CommandFailure(
+                        .failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
                 }
-                StandardOutput.write(contexts.map { json ? $0.object.description + "\n" : ContextCommands.text($0) }.joined())
+                StandardOutput.write(
+                    contexts.map { json ? $0.object.description + "\n" : ContextCommands.text($0) }.joined())
             }
         }
     }
@@ -200,21 +215,27 @@ struct Context: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Change it only if it is still at this version.", valueName: "N"))
         var expectedVersion: Int?
 
-        @Option(help: ArgumentHelp("Seconds to wait for the context and for the router's answer.", valueName: "seconds"))
+        @Option(
+            help: ArgumentHelp("Seconds to wait for the context and for the router's answer.", valueName: "seconds"))
         var timeout = Seconds(3)
 
         func validate() throws {
             if let refusal = ContextCommands.refusal(forKey: key) { throw ValidationError(refusal) }
-            if let expectedVersion, expectedVersion < 0 { throw ValidationError("--expected-version must not be negative") }
+            if let expectedVersion, expectedVersion < 0 {
+                throw ValidationError("--expected-version must not be negative")
+            }
         }
 
         func run() async throws {
             try await perform {
-                let (name, key, value, timeout) = (context, key, ContextCommands.parseValue(self.value), self.timeout.duration)
+                let (name, key, value, timeout) = (
+                    context, key, ContextCommands.parseValue(self.value), self.timeout.duration
+                )
                 let expectedVersion = self.expectedVersion
                 let line = try await connection.withSession { session in
                     try await ContextCommands.setProperty(
-                        session, contextName: name, key: key, value: value, expectedVersion: expectedVersion, timeout: timeout)
+                        session, contextName: name, key: key, value: value, expectedVersion: expectedVersion,
+                        timeout: timeout)
                 }
                 StandardOutput.write(line + "\n")
             }

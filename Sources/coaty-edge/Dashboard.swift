@@ -10,7 +10,8 @@ import CoatyEdgeOptions
 /// this executable, so that `coaty-edge run` does not map it.
 struct Dashboard: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve a live web dashboard of the agents, values, routes and IO contexts (runs coaty-edge-dashboard).",
+        abstract:
+            "Serve a live web dashboard of the agents, values, routes and IO contexts (runs coaty-edge-dashboard).",
         discussion: """
             Takes the options of `coaty-edge-dashboard --help`: the broker options of the other client commands, \
             --listen HOST:PORT (default 127.0.0.1:8080), --token-file FILE (required to listen on any other \

@@ -16,7 +16,8 @@ struct HomeAssistant: ParsableCommand {
         @Option(help: ArgumentHelp("The agent configuration.", valueName: "file"))
         var config: String
 
-        @Flag(help: "Accept a passwordFile that its group or others may read, as `run --allow-open-password-file` does.")
+        @Flag(
+            help: "Accept a passwordFile that its group or others may read, as `run --allow-open-password-file` does.")
         var allowOpenPasswordFile = false
 
         func run() throws {

@@ -13,7 +13,8 @@ struct Rules: AsyncParsableCommand {
             abstract: "Check rule files: each directory as one router's rule set, each file on its own.",
             discussion:
                 "Prints a summary when all are valid; else each error with file, JSON path and reason, and exits 78. "
-                + "Warnings (a property Coaty does not define, read by a condition) are printed too; alone they exit 0.")
+                + "Warnings (a property Coaty does not define, read by a condition) are printed too; alone they exit 0."
+        )
 
         @Argument(help: ArgumentHelp("Rule files or directories of rule files.", valueName: "file-or-directory"))
         var paths: [String]
@@ -51,7 +52,9 @@ struct Rules: AsyncParsableCommand {
         @Option(help: ArgumentHelp("List this page of the associations (from 1), --limit a page.", valueName: "number"))
         var page: Int?
 
-        @Option(help: ArgumentHelp("Associations a page (1 to 100000); more are summarised unless --page or --all.", valueName: "count"))
+        @Option(
+            help: ArgumentHelp(
+                "Associations a page (1 to 100000); more are summarised unless --page or --all.", valueName: "count"))
         var limit = RouterReport.defaultPageSize
 
         @Flag(help: "List every association, however many.")
@@ -60,13 +63,21 @@ struct Rules: AsyncParsableCommand {
         @Option(help: "Only the routers of this IO context.")
         var context: String?
 
-        @Option(help: ArgumentHelp("Only associations made by a rule whose name matches this shell pattern.", valueName: "pattern"))
+        @Option(
+            help: ArgumentHelp(
+                "Only associations made by a rule whose name matches this shell pattern.", valueName: "pattern"))
         var rule: String?
 
-        @Option(help: ArgumentHelp("Only associations of an IO source with this objectId or a name matching this pattern.", valueName: "id-or-pattern"))
+        @Option(
+            help: ArgumentHelp(
+                "Only associations of an IO source with this objectId or a name matching this pattern.",
+                valueName: "id-or-pattern"))
         var source: String?
 
-        @Option(help: ArgumentHelp("Only associations of an IO actor with this objectId or a name matching this pattern.", valueName: "id-or-pattern"))
+        @Option(
+            help: ArgumentHelp(
+                "Only associations of an IO actor with this objectId or a name matching this pattern.",
+                valueName: "id-or-pattern"))
         var actor: String?
 
         @Option(
@@ -82,8 +93,12 @@ struct Rules: AsyncParsableCommand {
             guard (1...IoAssociationQuery.maximumLimit).contains(limit) else {
                 throw ValidationError("--limit must be 1 to \(IoAssociationQuery.maximumLimit)")
             }
-            if let page, page < 1 || page > Int(Int32.max) / limit { throw ValidationError("--page must be 1 or more, within reach of --limit") }
-            for (name, value) in [("context", context), ("rule", rule), ("source", source), ("actor", actor), ("agent", agent)] {
+            if let page, page < 1 || page > Int(Int32.max) / limit {
+                throw ValidationError("--page must be 1 or more, within reach of --limit")
+            }
+            for (name, value) in [
+                ("context", context), ("rule", rule), ("source", source), ("actor", actor), ("agent", agent),
+            ] {
                 if value?.isEmpty == true { throw ValidationError("--\(name) must not be empty") }
             }
         }
@@ -101,12 +116,15 @@ struct Rules: AsyncParsableCommand {
                 let answers = try await connection.withSession(censusTimeout: timeout) { session in
                     var filters = base
                     if let agent {
-                        filters.agentIds = try await RouterReport.agentIds(matching: NamePattern(agent), session: session, census: timeout)
+                        filters.agentIds = try await RouterReport.agentIds(
+                            matching: NamePattern(agent), session: session, census: timeout)
                     }
-                    return try await RouterReport.collect(session, filters: filters, view: view, pageSize: limit, timeout: timeout)
+                    return try await RouterReport.collect(
+                        session, filters: filters, view: view, pageSize: limit, timeout: timeout)
                 }
                 guard !answers.isEmpty else { throw CommandFailure(.failure, "no router answered within \(timeout)") }
-                StandardOutput.write(json ? RouterReport.jsonLines(answers) : RouterReport.text(answers, view: view, pageSize: limit))
+                StandardOutput.write(
+                    json ? RouterReport.jsonLines(answers) : RouterReport.text(answers, view: view, pageSize: limit))
             }
         }
     }

@@ -19,13 +19,19 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The agent configuration (JSON).", valueName: "file"))
     var config: String
 
-    @Option(help: ArgumentHelp("Use this broker instead of the configuration's brokerUrl (a URL, or mdns[:<service name>]).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "Use this broker instead of the configuration's brokerUrl (a URL, or mdns[:<service name>]).",
+            valueName: "url"))
     var broker: String?
 
     @Option(help: "Log level, overriding the configuration's logging.level.")
     var logLevel: LogLevelArgument?
 
-    @Option(help: ArgumentHelp("Serve Prometheus metrics at http://127.0.0.1:<port>/metrics (or the configuration's metrics host).", valueName: "port"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve Prometheus metrics at http://127.0.0.1:<port>/metrics (or the configuration's metrics host).",
+            valueName: "port"))
     var metricsPort: Int?
 
     @Flag(help: "Run even as root (refused otherwise: the agent needs only its devices' groups).")

@@ -82,7 +82,9 @@ struct Shared: AsyncParsableCommand {
 
         func validate() throws {
             if let refusal = SharedCommands.refusal(forKey: key) { throw ValidationError(refusal) }
-            if let expectedVersion, expectedVersion < 0 { throw ValidationError("--expected-version must not be negative") }
+            if let expectedVersion, expectedVersion < 0 {
+                throw ValidationError("--expected-version must not be negative")
+            }
         }
 
         func run() async throws {
@@ -91,7 +93,8 @@ struct Shared: AsyncParsableCommand {
                     target.name, key, ContextCommands.parseValue(self.value), expectedVersion, target.duration
                 )
                 let line = try await connection.withSession { session in
-                    try await SharedCommands.set(session, name: name, key: key, value: value, expectedVersion: expected, timeout: timeout)
+                    try await SharedCommands.set(
+                        session, name: name, key: key, value: value, expectedVersion: expected, timeout: timeout)
                 }
                 StandardOutput.write(line)
             }
@@ -123,14 +126,17 @@ struct Shared: AsyncParsableCommand {
 
         func validate() throws {
             switch (key, object) {
-            case (nil, false): throw ValidationError("name the KEY to delete, or give --object to delete the whole object")
+            case (nil, false):
+                throw ValidationError("name the KEY to delete, or give --object to delete the whole object")
             case (.some, true): throw ValidationError("give either a KEY or --object, not both")
             case (let key?, false):
                 if let refusal = SharedCommands.refusal(forKey: key) { throw ValidationError(refusal) }
             case (nil, true):
                 if expectedVersion != nil { throw ValidationError("--expected-version goes with a KEY") }
             }
-            if let expectedVersion, expectedVersion < 0 { throw ValidationError("--expected-version must not be negative") }
+            if let expectedVersion, expectedVersion < 0 {
+                throw ValidationError("--expected-version must not be negative")
+            }
         }
 
         func run() async throws {
@@ -138,7 +144,8 @@ struct Shared: AsyncParsableCommand {
                 let (name, key, expected, timeout) = (target.name, key, expectedVersion, target.duration)
                 let line = try await connection.withSession { session in
                     if let key {
-                        try await SharedCommands.deleteKey(session, name: name, key: key, expectedVersion: expected, timeout: timeout)
+                        try await SharedCommands.deleteKey(
+                            session, name: name, key: key, expectedVersion: expected, timeout: timeout)
                     } else {
                         try await SharedCommands.deleteObject(session, name: name, timeout: timeout)
                     }
@@ -205,7 +212,8 @@ struct Shared: AsyncParsableCommand {
                 let output: SharedCommands.WatchOutput = json ? .json : .lines
                 try await untilSignalled {
                     try await connection.withSession { session in
-                        try await SharedCommands.watch(session, name: name, waitingForHost: wait, output: output, timeout: timeout)
+                        try await SharedCommands.watch(
+                            session, name: name, waitingForHost: wait, output: output, timeout: timeout)
                     }
                 }
             }

@@ -17,7 +17,8 @@ struct BrokerDirectoryTests {
     }
 
     private func key(_ announcement: BrokerDirectory.Announcement) -> BrokerDirectory.ServiceKey {
-        BrokerDirectory.ServiceKey(name: announcement.name, interface: announcement.interface, isIPv6: announcement.isIPv6)
+        BrokerDirectory.ServiceKey(
+            name: announcement.name, interface: announcement.interface, isIPv6: announcement.isIPv6)
     }
 
     @Test("only services of the wanted instance name count")
@@ -74,7 +75,9 @@ struct BrokerDirectoryTests {
     func parsesAddresses() throws {
         #expect(try BrokerAddress(parsing: "mdns") == .mdns(serviceName: "Coaty MQTT Broker"))
         #expect(try BrokerAddress(parsing: "mdns:Greenhouse Broker") == .mdns(serviceName: "Greenhouse Broker"))
-        #expect(try BrokerAddress(parsing: "mqtt://pi.local:1884") == .url(MQTTBrokerURL(host: "pi.local", port: 1884, usesTLS: false)))
+        #expect(
+            try BrokerAddress(parsing: "mqtt://pi.local:1884")
+                == .url(MQTTBrokerURL(host: "pi.local", port: 1884, usesTLS: false)))
         for bad in ["mdns:", "mdns:" + String(repeating: "x", count: 64), "mdns:a\u{7}b"] {
             #expect(throws: MQTTBrokerURLError.self, "\(bad)") { try BrokerAddress(parsing: bad) }
         }

@@ -39,7 +39,8 @@ import Testing
         let topics = broker.publishedMessages.map(\.topic)
         let id = agent.identity.objectId
         #expect(topics == ["coaty/3/-/ADV:Identity/\(id)", "coaty/3/-/ADV:IoNode/\(id)", "coaty/3/-/CHN:early/\(id)"])
-        let advertisedNode = try IoNode(validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? .null)
+        let advertisedNode = try IoNode(
+            validating: try JSONValue(parsing: broker.publishedMessages[1].payload)["object"] ?? .null)
         #expect(advertisedNode.object.parentObjectId == id)
         #expect(advertisedNode.ioSources.map(\.objectId) == node.ioSources.map(\.objectId))
         #expect(agent.ioNodes.map(\.contextName) == ["ctx"])
@@ -98,7 +99,8 @@ import Testing
         let byType = Recorder(try agent.observeAdvertise(objectType: "com.example.Thing"))
         let byCoreObjectType = Recorder(try agent.observeAdvertise(objectType: "coaty.CoatyObject"))
         try await online(agent)
-        try await agent.publishAdvertise(AdvertiseEvent(object: CoatyObject(coreType: .coatyObject, objectType: "com.example.Thing", name: "t")))
+        try await agent.publishAdvertise(
+            AdvertiseEvent(object: CoatyObject(coreType: .coatyObject, objectType: "com.example.Thing", name: "t")))
         try await agent.publishAdvertise(AdvertiseEvent(object: CoatyObject(coreType: .coatyObject, name: "plain")))
         try await byCore.wait(count: 2)
         try await byType.wait(count: 1)
@@ -134,7 +136,8 @@ import Testing
         let requests = Recorder(try responder.observeUpdate(objectType: "com.example.Context"))
         try await online(requester)
         try await online(responder)
-        let completes = Recorder(try requester.publishUpdate(UpdateEvent(object: context.object), timeout: .seconds(30)))
+        let completes = Recorder(
+            try requester.publishUpdate(UpdateEvent(object: context.object), timeout: .seconds(30)))
         try await requests.wait(count: 1)
         let request = try #require(requests.elements.first)
         #expect(request.event.object["operatingState"] == "normal")
@@ -143,7 +146,9 @@ import Testing
         try await completes.wait(count: 1)
         let updates = broker.publishedMessages.filter { $0.topic.contains("/UPD") }.map(\.topic)
         #expect(updates.count == 2)
-        #expect(updates.contains { $0.contains("/UPD:IoContext/") } && updates.contains { $0.contains("/UPD::com.example.Context/") })
+        #expect(
+            updates.contains { $0.contains("/UPD:IoContext/") }
+                && updates.contains { $0.contains("/UPD::com.example.Context/") })
         #expect(Set(updates.map { $0.split(separator: "/").last }).count == 2)
         await requester.stop()
         await responder.stop()
@@ -208,7 +213,10 @@ import Testing
     /// with the state it left, not only the state at the time the consumer looks (a disassociation followed at once by
     /// an association is two states); points it was not asked for stay out; the manager's stop ends it.
     @Test func observeIoStatesDeliversEveryAssociateOfItsPointsInOrder() async throws {
-        let sources = [IoSource(name: "s1", valueType: "t"), IoSource(name: "s2", valueType: "t"), IoSource(name: "s3", valueType: "t")]
+        let sources = [
+            IoSource(name: "s1", valueType: "t"), IoSource(name: "s2", valueType: "t"),
+            IoSource(name: "s3", valueType: "t"),
+        ]
         let agent = manager("agent", nodes: [IoNodeDefinition(contextName: "ctx", ioSources: sources)])
         let router = manager("router")
         #expect(throws: CoatyError.self) { try agent.observeIoStates(of: [sources[0].objectId, "no such point"]) }
@@ -216,10 +224,12 @@ import Testing
         try await online(router)
         try await online(agent)
         func associate(_ source: IoSource, _ isAssociated: Bool) async throws {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: "actor",
-                associatingRoute: isAssociated ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId) : nil,
-                updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: "actor",
+                    associatingRoute: isAssociated
+                        ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId) : nil,
+                    updateRate: nil))
         }
         try await associate(sources[0], true)
         try await associate(sources[2], true)
@@ -228,14 +238,16 @@ import Testing
         try await associate(sources[1], true)
         let name = { (id: String) in sources.first { $0.objectId == id }?.name ?? id }
         let received = try await states.wait(count: 6)
-        #expect(received.map { "\(name($0.pointId)) \($0.state.hasAssociations)" } == [
-            "s1 false", "s2 false", "s1 true", "s1 false", "s1 true", "s2 true",
-        ])
+        #expect(
+            received.map { "\(name($0.pointId)) \($0.state.hasAssociations)" } == [
+                "s1 false", "s2 false", "s1 true", "s1 false", "s1 true", "s2 true",
+            ])
         await agent.stop()
         try await states.waitFinished()
-        #expect(states.elements.dropFirst(6).map { "\(name($0.pointId)) \($0.state.hasAssociations)" }.sorted() == [
-            "s1 false", "s2 false",
-        ])
+        #expect(
+            states.elements.dropFirst(6).map { "\(name($0.pointId)) \($0.state.hasAssociations)" }.sorted() == [
+                "s1 false", "s2 false",
+            ])
         await router.stop()
     }
 
@@ -281,7 +293,8 @@ import Testing
         let rawSource = IoSource(name: "bytes", valueType: "b", useRawIoValues: true)
         let jsonActor = IoActor(name: "display", valueType: "t")
         let rawActor = IoActor(name: "sink", valueType: "b", useRawIoValues: true)
-        let sources = manager("sources", nodes: [IoNodeDefinition(contextName: "ctx", ioSources: [jsonSource, rawSource])])
+        let sources = manager(
+            "sources", nodes: [IoNodeDefinition(contextName: "ctx", ioSources: [jsonSource, rawSource])])
         let actors = manager("actors", nodes: [IoNodeDefinition(contextName: "ctx", ioActors: [jsonActor, rawActor])])
         let router = manager("router")
         for agent in [sources, actors, router] { try await online(agent) }
@@ -294,12 +307,14 @@ import Testing
         let values = Recorder(try actors.observeIoValue(of: jsonActor))
         let bytes = Recorder(try actors.observeIoValue(of: rawActor))
         for (source, actor) in [(jsonSource.objectId, jsonActor.objectId), (rawSource.objectId, rawActor.objectId)] {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source, ioActorId: actor,
-                associatingRoute: CoatyTopic.ioValueRoute(namespace: "-", sourceId: source), updateRate: 500))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source, ioActorId: actor,
+                    associatingRoute: CoatyTopic.ioValueRoute(namespace: "-", sourceId: source), updateRate: 500))
         }
         try await sourceStates.wait(count: 2)
-        #expect(sourceStates.elements == [IoState(hasAssociations: false), IoState(hasAssociations: true, updateRate: 500)])
+        #expect(
+            sourceStates.elements == [IoState(hasAssociations: false), IoState(hasAssociations: true, updateRate: 500)])
         try await poll { actors.ioState(of: rawActor.objectId).hasAssociations }
 
         #expect(try sources.publishIoValue(.json(21.5), of: jsonSource))
@@ -309,11 +324,15 @@ import Testing
         try await bytes.wait(count: 1)
         #expect(values.elements == [.json(21.5), .json(["celsius": 22.5])])
         #expect(bytes.elements == [.raw(Array("raw-bytes".utf8))])
-        let wire = broker.publishedMessages.filter { $0.topic == CoatyTopic.ioValueRoute(namespace: "-", sourceId: jsonSource.objectId) }
+        let wire = broker.publishedMessages.filter {
+            $0.topic == CoatyTopic.ioValueRoute(namespace: "-", sourceId: jsonSource.objectId)
+        }
         #expect(wire.map { String(decoding: $0.payload, as: UTF8.self) } == ["21.5", #"{"celsius":22.5}"#])
 
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: jsonSource.objectId, ioActorId: jsonActor.objectId, associatingRoute: nil, updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: jsonSource.objectId, ioActorId: jsonActor.objectId,
+                associatingRoute: nil, updateRate: nil))
         try await sourceStates.wait(count: 3)
         #expect(sourceStates.elements.last == IoState(hasAssociations: false))
         #expect(try sources.publishIoValue(.json(99.9), of: jsonSource) == false)
@@ -344,7 +363,10 @@ final class InterruptingTransport: MQTTTransport, Sendable {
 
     var connectionEvents: AsyncStream<MQTTConnectionEvent> { inner.connectionEvents }
 
-    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void) {
+    func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+    ) {
         inner.connect(options, executor: executor, onMessage: handler)
     }
 

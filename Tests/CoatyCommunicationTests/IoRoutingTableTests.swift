@@ -9,7 +9,8 @@ import Testing
     let route2 = "coaty/3/-/IOV/s1-new"
 
     func associate(_ source: String, _ actor: String, _ route: String?, rate: Double? = nil) -> AssociateEvent {
-        AssociateEvent(ioContextName: "ctx", ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: rate)
+        AssociateEvent(
+            ioContextName: "ctx", ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: rate)
     }
 
     @Test func eventsForForeignPointsAreIgnored() {
@@ -102,7 +103,10 @@ import Testing
         var table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1"])
         let effects = table.apply(associate("s1", "a1", route1, rate: 10))
         #expect(effects.states.map(\.pointId) == ["s1", "a1"])
-        #expect(effects.states.map(\.state) == [IoState(hasAssociations: true, updateRate: 10), IoState(hasAssociations: true)])
+        #expect(
+            effects.states.map(\.state) == [
+                IoState(hasAssociations: true, updateRate: 10), IoState(hasAssociations: true),
+            ])
         #expect(table.initialState(of: "s1") == IoState(hasAssociations: true, updateRate: 10))
         #expect(table.initialState(of: "a1") == IoState(hasAssociations: true))
         #expect(table.initialState(of: "x") == IoState(hasAssociations: false))

@@ -5,7 +5,9 @@ import Testing
 
 @Suite struct PublicationQueueTests {
     func value(_ number: Int, bytes: Int = 1) -> QueuedPublication {
-        QueuedPublication(message: MQTTMessage(topic: "v\(number)", payload: Array(repeating: 0, count: bytes)), kind: .value(sourceId: "s"))
+        QueuedPublication(
+            message: MQTTMessage(topic: "v\(number)", payload: Array(repeating: 0, count: bytes)),
+            kind: .value(sourceId: "s"))
     }
 
     func join(_ name: String) -> QueuedPublication {
@@ -28,7 +30,8 @@ import Testing
     }
 
     @Test func theNewestGiveWayUnderThatPolicy() {
-        var queue = PublicationQueue(limits: OfflineQueueLimits(maximumMessages: 2, maximumBytes: 1000, dropPolicy: .newest))
+        var queue = PublicationQueue(
+            limits: OfflineQueueLimits(maximumMessages: 2, maximumBytes: 1000, dropPolicy: .newest))
         var dropped: [QueuedPublication] = []
         for number in 1...4 { dropped += queue.append(value(number)) }
         dropped += queue.append(join("adv"))

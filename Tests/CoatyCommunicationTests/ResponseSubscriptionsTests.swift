@@ -75,8 +75,9 @@ import Testing
         for topic in topics.prefix(ResponseSubscriptions.batchSize - 1) {
             #expect(responses.release(topic, isOnline: true).isEmpty)
         }
-        #expect(responses.release(topics[ResponseSubscriptions.batchSize - 1], isOnline: true)
-            == Array(topics.prefix(ResponseSubscriptions.batchSize)))
+        #expect(
+            responses.release(topics[ResponseSubscriptions.batchSize - 1], isOnline: true)
+                == Array(topics.prefix(ResponseSubscriptions.batchSize)))
         let offline = topics[ResponseSubscriptions.batchSize]
         #expect(responses.release(offline, isOnline: false) == [offline])
         #expect(responses.release(topics[ResponseSubscriptions.batchSize + 1], isOnline: true).isEmpty)

@@ -19,8 +19,10 @@ import Testing
         for bad in ["21.5", "V 1 2\n", "V 1 x 0\n", "S 1\nextra", "A a - 1 X\n", "A a b 1 R\n", "Q 1\n", "V -1 0 0\n"] {
             #expect(ZeroLossFrame(Array(bad.utf8)) == nil, "\(bad)")
         }
-        #expect(ZeroLossFrame.parseTopic("coaty-edge/zl/abc/v").map { "\($0.sourceId) \($0.isValueTopic)" } == "abc true")
-        #expect(ZeroLossFrame.parseTopic("coaty-edge/zl/abc/a").map { "\($0.sourceId) \($0.isValueTopic)" } == "abc false")
+        #expect(
+            ZeroLossFrame.parseTopic("coaty-edge/zl/abc/v").map { "\($0.sourceId) \($0.isValueTopic)" } == "abc true")
+        #expect(
+            ZeroLossFrame.parseTopic("coaty-edge/zl/abc/a").map { "\($0.sourceId) \($0.isValueTopic)" } == "abc false")
         #expect(ZeroLossFrame.parseTopic("coaty/3/-/IOV/abc") == nil)
     }
 
@@ -74,12 +76,15 @@ import Testing
         forgotten = oldest.forgetReceivers(silentSince: now + .seconds(1))
         #expect(forgotten.receivers == 1 && forgotten.values == 3 && oldest.count == 0 && !oldest.hasReceivers)
 
-        var newest = ZeroLossOutbox(options: ZeroLossOptions(maximumValues: 10, maximumBytes: 4, dropPolicy: .newest), epoch: 1)
+        var newest = ZeroLossOutbox(
+            options: ZeroLossOptions(maximumValues: 10, maximumBytes: 4, dropPolicy: .newest), epoch: 1)
         newest.acknowledge(receiver: "a", epoch: nil, next: 0, isResume: false, at: now)
         let drops = [newest.append([1, 2, 3]), newest.append([4, 5]), newest.append([6])]
         #expect(drops == [0, 1, 0])
         #expect(newest.count == 2 && newest.bytes == 4)
-        for number in 0..<100 { newest.acknowledge(receiver: "made-up \(number)", epoch: nil, next: 0, isResume: false, at: now) }
+        for number in 0..<100 {
+            newest.acknowledge(receiver: "made-up \(number)", epoch: nil, next: 0, isResume: false, at: now)
+        }
         #expect(newest.receiverCount == ZeroLossOutbox.maximumReceivers)
     }
 
@@ -88,10 +93,16 @@ import Testing
     @Test func theActorDeliversInOrderOnce() {
         var inbox = ZeroLossInbox()
         var outcomes: [ZeroLossInbox.Outcome] = []
-        for (epoch, sequence, oldest) in [(3, 10, 10), (3, 10, 10), (3, 12, 10), (3, 13, 10), (3, 11, 10), (3, 20, 18), (3, 18, 18)] as [(UInt64, UInt64, UInt64)] {
+        for (epoch, sequence, oldest) in [
+            (3, 10, 10), (3, 10, 10), (3, 12, 10), (3, 13, 10), (3, 11, 10), (3, 20, 18), (3, 18, 18),
+        ] as [(UInt64, UInt64, UInt64)] {
             outcomes.append(inbox.receive(epoch: epoch, sequence: sequence, oldest: oldest, at: now))
         }
-        #expect(outcomes == [.deliver, .duplicate, .gap(askResume: true), .gap(askResume: false), .deliver, .gap(askResume: true), .deliver])
+        #expect(
+            outcomes == [
+                .deliver, .duplicate, .gap(askResume: true), .gap(askResume: false), .deliver, .gap(askResume: true),
+                .deliver,
+            ])
         #expect(inbox.next == 19)
         let restarted = inbox.receive(epoch: 4, sequence: 0, oldest: 0, at: now)
         #expect(restarted == .deliver && inbox.next == 1)

@@ -68,18 +68,22 @@ struct DashboardPartsTests {
         #expect(TokenCheck.authorizes("Bearer s3cret", token: token))
         #expect(TokenCheck.authorizes(basic("anyone:s3cret"), token: token))
         #expect(TokenCheck.authorizes(basic(":s3cret"), token: token))
-        for wrong in [nil, "", "Bearer s3cre", "Bearer s3cret ", basic("s3cret"), basic("s3cret:x"), "Basic !!!", "Digest s3cret"] {
+        for wrong in [
+            nil, "", "Bearer s3cre", "Bearer s3cret ", basic("s3cret"), basic("s3cret:x"), "Basic !!!", "Digest s3cret",
+        ] {
             #expect(!TokenCheck.authorizes(wrong, token: token), "\(wrong ?? "nil")")
         }
     }
 
     @Test func contextChangesAreReadAsTheCommandLineReadsThem() throws {
-        let change = try DashboardServer.contextChange(Array(#"{"context": "C", "key": "operatingState", "value": "emergency"}"#.utf8))
+        let change = try DashboardServer.contextChange(
+            Array(#"{"context": "C", "key": "operatingState", "value": "emergency"}"#.utf8))
         #expect(change.0 == "C")
         #expect(change.1 == "operatingState")
         #expect(change.2 == .string("emergency"))
         #expect(change.3 == nil)
-        let number = try DashboardServer.contextChange(Array(#"{"key": "limit", "value": "21.5", "expectedVersion": 3}"#.utf8))
+        let number = try DashboardServer.contextChange(
+            Array(#"{"key": "limit", "value": "21.5", "expectedVersion": 3}"#.utf8))
         #expect(number.0 == nil)
         #expect(number.2 == .number(21.5))
         #expect(number.3 == 3)

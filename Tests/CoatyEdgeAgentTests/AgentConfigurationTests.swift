@@ -12,7 +12,8 @@ import Testing
         .deletingLastPathComponent()
 
     @Test func thePiExampleLoadsWithItsRulesAndDevices() throws {
-        let configuration = try AgentConfiguration.load(file: Self.repository.appendingPathComponent("deploy/example-pi.json").path)
+        let configuration = try AgentConfiguration.load(
+            file: Self.repository.appendingPathComponent("deploy/example-pi.json").path)
         #expect(configuration.routers.map(\.name) == ["router"])
         guard case .directory(let directory, let rules) = configuration.routers.first?.rules else {
             Issue.record("the router should load a rules directory")
@@ -53,10 +54,12 @@ import Testing
     }
 
     func load(_ json: String, files: [String: String] = [:]) throws(ConfigurationError) -> AgentConfiguration {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-agent-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-agent-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
-            try FileManager.default.createDirectory(at: directory.appendingPathComponent("rules"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent("rules"), withIntermediateDirectories: true)
             for (name, content) in files { try Data(content.utf8).write(to: directory.appendingPathComponent(name)) }
             try Data(json.utf8).write(to: directory.appendingPathComponent("agent.json"))
         } catch {
@@ -68,9 +71,13 @@ import Testing
     static let base = #""communication": {"brokerUrl": "mqtt://127.0.0.1"}"#
 
     @Test func routerNodeLimit() throws {
-        let configured = try load(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 20}}}"#)
-        #expect(configured.routers.first?.nodeLimit == RetentionLimit(maximumCount: 20, maximumBytes: IoRouter.defaultNodeLimit.maximumBytes))
-        let defaulted = try load(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}}}}"#)
+        let configured = try load(
+            #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 20}}}"#)
+        #expect(
+            configured.routers.first?.nodeLimit
+                == RetentionLimit(maximumCount: 20, maximumBytes: IoRouter.defaultNodeLimit.maximumBytes))
+        let defaulted = try load(
+            #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}}}}"#)
         #expect(defaulted.routers.first?.nodeLimit == IoRouter.defaultNodeLimit)
     }
 
@@ -83,23 +90,36 @@ import Testing
                 return "\(error.path.map(\.description) ?? "-"): \(error.reason)"
             }
         }
-        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "router"}}}"#)
-            == #"$.controllers.r.type: "router" is not one of "ioRouter", "console""#)
-        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter"}}}"#)
-            == #"$.controllers.r: missing required member "ioContext""#)
-        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "a/b"}}}}"#)
-            == "$.controllers.r.ioContext.name: the context name must be non-empty without '+', '#' or '/'")
-        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "missing"}}}"#)
+        #expect(
+            reason(#"{\#(Self.base), "controllers": {"r": {"type": "router"}}}"#)
+                == #"$.controllers.r.type: "router" is not one of "ioRouter", "console""#)
+        #expect(
+            reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter"}}}"#)
+                == #"$.controllers.r: missing required member "ioContext""#)
+        #expect(
+            reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "a/b"}}}}"#)
+                == "$.controllers.r.ioContext.name: the context name must be non-empty without '+', '#' or '/'")
+        #expect(
+            reason(
+                #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "missing"}}}"#
+            )
             .hasPrefix("$.controllers.r.rules: the rules do not load:"))
         let broken = reason(
             #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "rules": "rules"}}}"#,
             files: ["rules/bad.json": #"{"rules": [{"name": "x", "valueType": "*", "condition": {"nope": []}}]}"#])
         #expect(broken.contains("bad.json: $.rules[0].condition.nope: "), "\(broken)")
-        #expect(reason(#"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 0}}}"#)
-            == "$.controllers.r.maxNodes: 0 is out of range 1...65536")
-        #expect(reason(#"{\#(Self.base), "controllers": {"c": {"type": "console", "x": 1}}}"#)
-            == #"$.controllers.c.x: unknown member "x" (known: "type")"#)
-        #expect(reason(#"{\#(Self.base), "devices": {"outputs": [{"driver": "gpio-output", "ioActor": "nobody", "chip": "gpiochip0", "line": 1}]}}"#)
+        #expect(
+            reason(
+                #"{\#(Self.base), "controllers": {"r": {"type": "ioRouter", "ioContext": {"name": "c"}, "maxNodes": 0}}}"#
+            )
+                == "$.controllers.r.maxNodes: 0 is out of range 1...65536")
+        #expect(
+            reason(#"{\#(Self.base), "controllers": {"c": {"type": "console", "x": 1}}}"#)
+                == #"$.controllers.c.x: unknown member "x" (known: "type")"#)
+        #expect(
+            reason(
+                #"{\#(Self.base), "devices": {"outputs": [{"driver": "gpio-output", "ioActor": "nobody", "chip": "gpiochip0", "line": 1}]}}"#
+            )
             .hasPrefix("$.devices.outputs[0].ioActor: "))
     }
 }

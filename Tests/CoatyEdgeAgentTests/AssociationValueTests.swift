@@ -40,7 +40,8 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "board.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "board.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         try await scenarios.online(router)
@@ -53,14 +54,17 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
 
         func associate(_ source: String, _ route: String?) async throws {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source, ioActorId: "actor", associatingRoute: route, updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source, ioActorId: "actor", associatingRoute: route,
+                    updateRate: nil))
         }
         try await associate("soc", routes.soc)
         try await associate("door", routes.door)
         let first = try await listener.nextMessages(2, timeout: .seconds(20))
-        #expect(Set(first.map { "\($0.topic) \(String(decoding: $0.payload, as: UTF8.self))" })
-            == ["\(routes.soc) 45", "\(routes.door) false"])
+        #expect(
+            Set(first.map { "\($0.topic) \(String(decoding: $0.payload, as: UTF8.self))" })
+                == ["\(routes.soc) 45", "\(routes.door) false"])
 
         // Associated again after a while without: the reading held back by the deadband comes again.
         try await associate("soc", nil)
@@ -111,7 +115,8 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "board.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "board.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         try await scenarios.online(router)
@@ -123,8 +128,9 @@ import Testing
         // A raw MQTT actor that subscribes to the route 400 ms after it has read the Associate.
         let route = "coaty/3/-/IOV/soc"
         let slowActor = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/-/ASC:ctx/+"])
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: "soc", ioActorId: "slow", associatingRoute: route, updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: "soc", ioActorId: "slow", associatingRoute: route, updateRate: nil))
         let associate = try await slowActor.nextMessage()
         #expect(String(decoding: associate.payload, as: UTF8.self).contains(route))
         try await Task.sleep(for: .milliseconds(400))
@@ -132,8 +138,9 @@ import Testing
         let latest = try await slowActor.nextMessage(timeout: .seconds(10))
         #expect("\(latest.topic) \(String(decoding: latest.payload, as: UTF8.self))" == "\(route) 45")
         _ = try await slowActor.disconnect()
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: "soc", ioActorId: "slow", associatingRoute: nil, updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: "soc", ioActorId: "slow", associatingRoute: nil, updateRate: nil))
         try await poll { !agent.communicationManager.ioState(of: "soc").hasAssociations }
 
         // A coaty-edge actor agent, associated afresh three times: the latest value each time.
@@ -141,20 +148,27 @@ import Testing
         let actors = IoActorController()
         let actorAgent = try await Container.resolve(
             configuration: Configuration(
-                identity: Identity(name: "display"), ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [display])],
+                identity: Identity(name: "display"),
+                ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [display])],
                 communication: CommunicationOptions(port: broker.port)),
             controllers: [("Actors", actors)])
         let values = Recorder(actors.values(of: display))
         actorAgent.start()
         try await brokerSync(actorAgent.communicationManager)
         for round in 1...3 {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: "soc", ioActorId: display.objectId, associatingRoute: route, updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: "soc", ioActorId: display.objectId, associatingRoute: route,
+                    updateRate: nil))
             _ = try await values.wait(count: round, within: .seconds(10))
             #expect(values.elements.last == .json(.number(45)), "round \(round)")
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: "soc", ioActorId: display.objectId, associatingRoute: nil, updateRate: nil))
-            try await poll { !actors.isAssociated(display) && !agent.communicationManager.ioState(of: "soc").hasAssociations }
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: "soc", ioActorId: display.objectId, associatingRoute: nil,
+                    updateRate: nil))
+            try await poll {
+                !actors.isAssociated(display) && !agent.communicationManager.ioState(of: "soc").hasAssociations
+            }
         }
 
         await actorAgent.shutdown()

@@ -14,14 +14,16 @@ import Testing
 /// chips found by their label.
 @Suite(.serialized, .emulatedHardware) struct CounterAndPulseAgentTests {
     private func agent(_ text: String) async throws -> Container {
-        try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(text.utf8), source: "agent.json")))
+        try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(text.utf8), source: "agent.json")))
     }
 
     @Test func theCountedTotalGoesOnAfterARestart() async throws {
         let broker = try await TestBroker.started()
         let gpio = try EmulatedHardware().addGPIOChip(150, lines: 8, label: "meter-chip-150")
         try gpio.name(line: 3, "METER")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-counter-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-counter-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let stateFile = directory.appendingPathComponent("water.count").path
@@ -89,10 +91,14 @@ import Testing
         let router = scenarios.agent("router")
         try await scenarios.online(router)
         agent.start()
-        try await poll { (try? gpio.state(line: 2).isRequested) == true && (try? gpio.state(line: 1).isRequested) == true }
+        try await poll {
+            (try? gpio.state(line: 2).isRequested) == true && (try? gpio.state(line: 1).isRequested) == true
+        }
         try await brokerSync(agent.communicationManager)
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: "button", ioActorId: "opener", associatingRoute: "coaty/3/-/IOV/button", updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: "button", ioActorId: "opener",
+                associatingRoute: "coaty/3/-/IOV/button", updateRate: nil))
         try await poll { agent.communicationManager.ioState(of: "opener").hasAssociations }
         try await brokerSync(agent.communicationManager)
 

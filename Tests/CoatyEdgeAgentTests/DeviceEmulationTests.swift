@@ -36,11 +36,13 @@ import Testing
         // The lines the example uses exist on the emulated chip and can be requested as it configures them.
         for output in devices.outputs {
             let line = try GPIOOutput(
-                chip: output.line.chipPath, line: try #require(output.line.offset), activeLow: output.activeLow, initiallyActive: true)
+                chip: output.line.chipPath, line: try #require(output.line.offset), activeLow: output.activeLow,
+                initiallyActive: true)
             #expect(try line.isActive())
         }
         for input in devices.inputs {
-            let line = try GPIOInput(chip: input.line.chipPath, line: try #require(input.line.offset), activeLow: input.activeLow)
+            let line = try GPIOInput(
+                chip: input.line.chipPath, line: try #require(input.line.offset), activeLow: input.activeLow)
             #expect(try line.read() == false)  // the simulated door toggles every 20 s, starting closed
         }
     }

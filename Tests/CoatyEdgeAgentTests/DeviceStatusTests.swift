@@ -29,7 +29,8 @@ import Testing
                 "retry": {"min": "100ms", "max": "200ms"}, "sources": {"temperature": {"ioSource": "t"}}}]}
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "cellar.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "cellar.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let watcher = scenarios.agent("watcher")
         let statuses = Recorder(try watcher.observeAdvertise(objectType: EdgeAgent.deviceStatusObjectType))
@@ -40,7 +41,9 @@ import Testing
             element.event.object["devices"]?[0]?["state"]?.stringValue
         }
         try await statuses.wait { $0.last.map(state) == "ok" }
-        #expect(statuses.elements.last?.event.object["devices"]?[0]?["label"]?.stringValue == "TMP102 at 0x49 on \(busPath)")
+        #expect(
+            statuses.elements.last?.event.object["devices"]?[0]?["label"]?.stringValue == "TMP102 at 0x49 on \(busPath)"
+        )
         #expect(statuses.elements.last?.event.object.parentObjectId == agent.identity.objectId)
 
         chip.inject(.noAcknowledge)
@@ -53,7 +56,8 @@ import Testing
         try await statuses.wait { $0.last.map(state) == "ok" }
 
         // Any agent can ask for the status too.
-        let resolved = Recorder(watcher.publishDiscover(.objectTypes([EdgeAgent.deviceStatusObjectType]), timeout: .seconds(30)))
+        let resolved = Recorder(
+            watcher.publishDiscover(.objectTypes([EdgeAgent.deviceStatusObjectType]), timeout: .seconds(30)))
         try await resolved.wait(count: 1)
         #expect(resolved.elements.first?.event.object?["devices"]?[0]?["state"] == "ok")
 

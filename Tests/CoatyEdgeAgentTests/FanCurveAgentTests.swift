@@ -20,14 +20,17 @@ import Testing
         let zone = sysfs.appendingPathComponent("class/thermal/thermal_zone0")
         let chip = sysfs.appendingPathComponent("class/pwm/pwmchip0")
         let channel = chip.appendingPathComponent("pwm0")
-        for directory in [zone, channel] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+        for directory in [zone, channel] {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
         try Data("65000\n".utf8).write(to: zone.appendingPathComponent("temp"))
         try Data("1\n".utf8).write(to: chip.appendingPathComponent("npwm"))
         for (file, text) in [("period", "0"), ("duty_cycle", "0"), ("polarity", "normal"), ("enable", "0")] {
             try Data("\(text)\n".utf8).write(to: channel.appendingPathComponent(file))
         }
         func file(_ name: String) -> String? {
-            (try? String(contentsOf: channel.appendingPathComponent(name), encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            (try? String(contentsOf: channel.appendingPathComponent(name), encoding: .utf8))?.trimmingCharacters(
+                in: .whitespacesAndNewlines)
         }
         let configuration = #"""
             {
@@ -45,7 +48,8 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         let operatorShared = SharedObjects(manager: router)
@@ -53,27 +57,37 @@ import Testing
         try await scenarios.online(router)
         agent.start()
         // Started: 25 kHz, stopped (duty 0), running.
-        try await poll(within: .seconds(30), "the channel enabled, duty \(file("duty_cycle") ?? "-")") { file("enable") == "1" }
+        try await poll(within: .seconds(30), "the channel enabled, duty \(file("duty_cycle") ?? "-")") {
+            file("enable") == "1"
+        }
         #expect(file("period") == "40000")
         #expect(file("duty_cycle") == "0")
         try await brokerSync(agent.communicationManager)
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: "soc", ioActorId: "fan", associatingRoute: "coaty/3/-/IOV/soc", updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: "soc", ioActorId: "fan", associatingRoute: "coaty/3/-/IOV/soc",
+                updateRate: nil))
         try await poll { agent.communicationManager.ioState(of: "fan").hasAssociations }
 
         // 65 °C on the default curve: 62.5 %, 25000 of 40000 ns.
-        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 25000") { file("duty_cycle") == "25000" }
+        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 25000") {
+            file("duty_cycle") == "25000"
+        }
         // Cooler by less than the band: the duty holds; by more, it follows, 2 °C behind.
         try Data("63500\n".utf8).write(to: zone.appendingPathComponent("temp"), options: .atomic)
         try await Task.sleep(for: .milliseconds(500))
         #expect(file("duty_cycle") == "25000")
         try Data("58000\n".utf8).write(to: zone.appendingPathComponent("temp"), options: .atomic)
-        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 20000") { file("duty_cycle") == "20000" }  // read at 60 °C: 50 %
+        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 20000") {
+            file("duty_cycle") == "20000"
+        }  // read at 60 °C: 50 %
 
         // New points in the shared object apply at once.
         let fan = try await operatorShared.connect("fan", ifMissing: .fail)
         try await fan.set("curve", to: [[40, 0], [60, 100]])
-        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 40000") { file("duty_cycle") == "40000" }
+        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 40000") {
+            file("duty_cycle") == "40000"
+        }
         // Points that are no curve are not taken.
         try await fan.set("curve", to: [[60, 0], [40, 100]])
         try await Task.sleep(for: .milliseconds(500))
@@ -81,7 +95,9 @@ import Testing
 
         // The stop leaves the fan at its safe duty, 80 %.
         try Data("41000\n".utf8).write(to: zone.appendingPathComponent("temp"), options: .atomic)
-        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 6000") { file("duty_cycle") == "6000" }  // read at 43 °C: 15 %
+        try await poll(within: .seconds(30), "duty_cycle \(file("duty_cycle") ?? "-"), not 6000") {
+            file("duty_cycle") == "6000"
+        }  // read at 43 °C: 15 %
         serving.cancel()
         await agent.shutdown()
         #expect(file("duty_cycle") == "32000")

@@ -18,7 +18,8 @@ import Testing
         let broker = try await TestBroker.started()
         let hardware = try EmulatedHardware()
         let gpio = try hardware.addGPIOChip(90, lines: 32)
-        let sysfs = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-greenhouse-\(UUID().uuidString)")
+        let sysfs = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-greenhouse-\(UUID().uuidString)")
         let zone = sysfs.appendingPathComponent("class/thermal/thermal_zone0")
         try FileManager.default.createDirectory(at: zone, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: sysfs) }
@@ -60,7 +61,9 @@ import Testing
         // Active-low: the fan is on while its line is low.
         func fanIsOn() throws -> Bool { try !gpio.state(line: 17).level }
         func ledIsOn() throws -> Bool { try gpio.state(line: 27).level }
-        try await poll { (try? gpio.state(line: 17).isRequested) == true && (try? gpio.state(line: 27).isRequested) == true }
+        try await poll {
+            (try? gpio.state(line: 17).isRequested) == true && (try? gpio.state(line: 27).isRequested) == true
+        }
         #expect(try gpio.state(line: 17).isActiveLow)
         #expect(try !fanIsOn())
 

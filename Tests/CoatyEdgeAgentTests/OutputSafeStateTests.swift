@@ -40,7 +40,8 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         try await scenarios.online(router)
@@ -49,8 +50,10 @@ import Testing
         try await brokerSync(agent.communicationManager)
 
         func associate(_ source: String, _ route: String?) async throws {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source, ioActorId: "fan", associatingRoute: route, updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source, ioActorId: "fan", associatingRoute: route, updateRate: nil
+                ))
         }
         try await associate("zone0", "coaty/3/-/IOV/zone0")
         try await associate("zone1", "coaty/3/-/IOV/zone1")

@@ -40,21 +40,27 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "raw.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "raw.json")))
         let actors = try #require(agent.controller(named: "IoActors", as: IoActorController.self))
-        let display = try #require(agent.communicationManager.ioNodeDefinitions.flatMap(\.ioActors).first { $0.objectId == "display" })
+        let display = try #require(
+            agent.communicationManager.ioNodeDefinitions.flatMap(\.ioActors).first { $0.objectId == "display" })
         let displayed = Recorder(actors.values(of: display))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         try await scenarios.online(router)
-        let routes = (soc: "coaty/3/-/IOV/soc", fan: "coaty/3/-/IOV/fan-source", display: "coaty/3/-/IOV/display-source")
+        let routes = (
+            soc: "coaty/3/-/IOV/soc", fan: "coaty/3/-/IOV/fan-source", display: "coaty/3/-/IOV/display-source"
+        )
         let listener = try await TestClient.connected(to: broker, subscribingTo: [routes.soc])
         agent.start()
         try await poll { (try? gpio.state(line: 2).isRequested) == true }
         try await brokerSync(agent.communicationManager)
         func associate(source: String, actor: String, _ route: String) async throws {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source, ioActorId: actor, associatingRoute: route, updateRate: nil
+                ))
         }
 
         // The device source publishes its reading as raw bytes: the JSON text of the number.
@@ -67,7 +73,8 @@ import Testing
         try await associate(source: "display-source", actor: "display", routes.display)
         try await associate(source: "fan-source", actor: "fan", routes.fan)
         try await poll {
-            agent.communicationManager.ioState(of: "display").hasAssociations && agent.communicationManager.ioState(of: "fan").hasAssociations
+            agent.communicationManager.ioState(of: "display").hasAssociations
+                && agent.communicationManager.ioState(of: "fan").hasAssociations
         }
         try await brokerSync(agent.communicationManager)
         let sender = try await TestClient.connected(to: broker)

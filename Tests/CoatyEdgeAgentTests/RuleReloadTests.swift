@@ -20,7 +20,8 @@ import Testing
 
     @Test func editedRulesChangeOnlyWhatChanged() async throws {
         let broker = try await TestBroker.started()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-reload-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-reload-\(UUID().uuidString)")
         let rulesDirectory = directory.appendingPathComponent("rules")
         try FileManager.default.createDirectory(at: rulesDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -48,7 +49,9 @@ import Testing
         let router = try #require(agent.controller(named: "router", as: IoRouter.self))
         agent.start()
 
-        func associations() -> Set<String> { Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" }) }
+        func associations() -> Set<String> {
+            Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" })
+        }
         func nextAssociate() async throws -> String {
             let message = try await sniffer.nextMessage(timeout: .seconds(30))
             let event = try JSONValue(parsing: message.payload)
@@ -58,7 +61,8 @@ import Testing
         #expect(try await nextAssociate() == "+s1>a1")
         #expect(associations() == ["s1>a1 by first"])
 
-        try write(Self.rules(Self.rule("first", source: "s1", actor: "a1"), Self.rule("second", source: "s2", actor: "a2")))
+        try write(
+            Self.rules(Self.rule("first", source: "s1", actor: "a1"), Self.rule("second", source: "s2", actor: "a2")))
         #expect(try await nextAssociate() == "+s2>a2")
         #expect(associations() == ["s1>a1 by first", "s2>a2 by second"])
 
@@ -109,7 +113,8 @@ import Testing
         case .symlinkSwap:
             try write("v1/routing.json", first)
             try write("v2/routing.json", second)
-            try FileManager.default.createSymbolicLink(atPath: base.appendingPathComponent("rules").path, withDestinationPath: "v1")
+            try FileManager.default.createSymbolicLink(
+                atPath: base.appendingPathComponent("rules").path, withDestinationPath: "v1")
             rulesPath = "rules"
         case .fileSavedByRename:
             try write("rules.json", first)
@@ -125,21 +130,27 @@ import Testing
             }
             """#
         try write("agent.json", configuration)
-        let agent = try await EdgeAgent.make(try AgentConfiguration.load(file: base.appendingPathComponent("agent.json").path))
+        let agent = try await EdgeAgent.make(
+            try AgentConfiguration.load(file: base.appendingPathComponent("agent.json").path))
         let router = try #require(agent.controller(named: "router", as: IoRouter.self))
         agent.start()
-        func associations() -> Set<String> { Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" }) }
+        func associations() -> Set<String> {
+            Set(router.associations.map { "\($0.sourceId)>\($0.actorId) by \($0.rule)" })
+        }
         try await waitUntil("the first rules associate", timeout: .seconds(20)) { associations() == ["s1>a1 by first"] }
 
         switch replacement {
         case .symlinkSwap:
-            try FileManager.default.createSymbolicLink(atPath: base.appendingPathComponent("rules.new").path, withDestinationPath: "v2")
+            try FileManager.default.createSymbolicLink(
+                atPath: base.appendingPathComponent("rules.new").path, withDestinationPath: "v2")
             try replace("rules", by: "rules.new")
         case .fileSavedByRename:
             try write(".rules.json.tmp", second)
             try replace("rules.json", by: ".rules.json.tmp")
         }
-        try await waitUntil("the replaced rules associate", timeout: .seconds(20)) { associations() == ["s2>a2 by second"] }
+        try await waitUntil("the replaced rules associate", timeout: .seconds(20)) {
+            associations() == ["s2>a2 by second"]
+        }
         #expect(associations() == ["s2>a2 by second"])
 
         await agent.shutdown()

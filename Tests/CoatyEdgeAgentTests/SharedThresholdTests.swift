@@ -18,7 +18,8 @@ import Testing
         let broker = try await TestBroker.started()
         let hardware = try EmulatedHardware()
         let gpio = try hardware.addGPIOChip(93, lines: 8)
-        let sysfs = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-shared-fan-\(UUID().uuidString)")
+        let sysfs = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-shared-fan-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: sysfs) }
         let zone = sysfs.appendingPathComponent("class/thermal/thermal_zone0")
         try FileManager.default.createDirectory(at: zone, withIntermediateDirectories: true)
@@ -39,7 +40,8 @@ import Testing
               }
             }
             """#
-        let agent = try await EdgeAgent.make(AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
+        let agent = try await EdgeAgent.make(
+            AgentConfiguration(base: try Configuration.parse(Array(configuration.utf8), source: "fan.json")))
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let router = scenarios.agent("router")
         let operatorShared = SharedObjects(manager: router)
@@ -48,8 +50,10 @@ import Testing
         agent.start()
         try await poll { (try? gpio.state(line: 2).isRequested) == true }
         try await brokerSync(agent.communicationManager)
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: "soc", ioActorId: "fan", associatingRoute: "coaty/3/-/IOV/soc", updateRate: nil))
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: "soc", ioActorId: "fan", associatingRoute: "coaty/3/-/IOV/soc",
+                updateRate: nil))
         try await poll { agent.communicationManager.ioState(of: "fan").hasAssociations }
 
         // 65 °C is above fanOn: the fan runs.

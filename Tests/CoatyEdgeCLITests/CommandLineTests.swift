@@ -11,7 +11,9 @@ import Testing
     @Test func rulesCheckPrintsEachErrorWithFileJSONPathAndReason() async throws {
         let scratch = try Scratch()
         let good = try scratch.write("good/rules.json", Agents.rules)
-        let bad = try scratch.write("bad.json", #"""
+        let bad = try scratch.write(
+            "bad.json",
+            #"""
             {"rules": [
               {"name": "a", "valueType": "*", "condition": {"frobnicate": [1]}},
               {"name": "b", "valueType": 5, "condition": true}
@@ -20,79 +22,99 @@ import Testing
 
         let valid = try await Executable.run(["rules", "check", scratch.url.appendingPathComponent("good").path, good])
         #expect(valid.status == 0)
-        #expect(valid.outputLines == [
-            "\(scratch.url.path)/good: 2 rules in 1 file: temperature-normal, temperature-emergency",
-            "\(good): 2 rules in 1 file: temperature-normal, temperature-emergency",
-        ])
+        #expect(
+            valid.outputLines == [
+                "\(scratch.url.path)/good: 2 rules in 1 file: temperature-normal, temperature-emergency",
+                "\(good): 2 rules in 1 file: temperature-normal, temperature-emergency",
+            ])
 
         let invalid = try await Executable.run(["rules", "check", good, bad])
         #expect(invalid.status == 78)
         #expect(invalid.output.isEmpty)
-        #expect(invalid.errors == """
-            \(bad): $.rules[0].condition.frobnicate: unknown operator "frobnicate"
-            \(bad): $.rules[1].valueType: expected a string, found number
+        #expect(
+            invalid.errors == """
+                \(bad): $.rules[0].condition.frobnicate: unknown operator "frobnicate"
+                \(bad): $.rules[1].valueType: expected a string, found number
 
-            """)
+                """)
 
-        let missing = try await Executable.run(["rules", "check", scratch.url.appendingPathComponent("absent.json").path])
+        let missing = try await Executable.run([
+            "rules", "check", scratch.url.appendingPathComponent("absent.json").path,
+        ])
         #expect(missing.status == 78)
-        #expect(missing.errors.hasPrefix("\(scratch.url.path)/absent.json: cannot read the file: No such file or directory"))
+        #expect(
+            missing.errors.hasPrefix("\(scratch.url.path)/absent.json: cannot read the file: No such file or directory")
+        )
     }
 
     @Test func rulesCheckRefusesUnknownVariablesAndWarnsOfUnknownProperties() async throws {
         let scratch = try Scratch()
-        let typo = try scratch.write("typo.json", #"""
+        let typo = try scratch.write(
+            "typo.json",
+            #"""
             {"rules": [{"name": "a", "valueType": "*", "condition": {"===": [{"var": "contxt.operatingState"}, "normal"]}}]}
             """#)
-        let member = try scratch.write("member.json", #"""
+        let member = try scratch.write(
+            "member.json",
+            #"""
             {"rules": [{"name": "b", "valueType": "*", "condition": {"==": [{"var": "source.valueTyp"}, "t"]}}]}
             """#)
 
         let refused = try await Executable.run(["rules", "check", typo])
         #expect(refused.status == 78)
         #expect(refused.output.isEmpty)
-        #expect(refused.errors == """
-            \(typo): $.rules[0].condition["==="][0].var: unknown variable "contxt.operatingState": a condition reads \
-            source, sourceNode, actor, actorNode, context and shared, not "contxt" (did you mean "context"?)
+        #expect(
+            refused.errors == """
+                \(typo): $.rules[0].condition["==="][0].var: unknown variable "contxt.operatingState": a condition reads \
+                source, sourceNode, actor, actorNode, context and shared, not "contxt" (did you mean "context"?)
 
-            """)
+                """)
 
         let warned = try await Executable.run(["rules", "check", member])
         #expect(warned.status == 0)
         #expect(warned.outputLines == ["\(member): 1 rule in 1 file: b"])
-        #expect(warned.errors == """
-            \(member): $.rules[0].condition["=="][0].var: warning: variable "source.valueTyp": source is an IoSource, \
-            which has no property "valueTyp" (did you mean "valueType"?); it reads null unless another agent adds it
+        #expect(
+            warned.errors == """
+                \(member): $.rules[0].condition["=="][0].var: warning: variable "source.valueTyp": source is an IoSource, \
+                which has no property "valueTyp" (did you mean "valueType"?); it reads null unless another agent adds it
 
-            """)
+                """)
 
         // `config check` knows the router's context, so it also warns of a context property the context lacks.
-        try scratch.write("rules/context.json", #"""
+        try scratch.write(
+            "rules/context.json",
+            #"""
             {"rules": [{"name": "c", "valueType": "*", "condition": {"==": [{"var": "context.operatingStat"}, "normal"]}}]}
             """#)
         let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
         let configured = try await Executable.run(["config", "check", router])
         #expect(configured.status == 0)
         #expect(configured.outputLines.first == "\(router): OK")
-        #expect(configured.errors == """
-            \(scratch.url.path)/rules/context.json: $.rules[0].condition["=="][0].var: warning: variable \
-            "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean \
-            "operatingState"?); it reads null unless another agent adds it
+        #expect(
+            configured.errors == """
+                \(scratch.url.path)/rules/context.json: $.rules[0].condition["=="][0].var: warning: variable \
+                "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean \
+                "operatingState"?); it reads null unless another agent adds it
 
-            """)
+                """)
     }
 
     @Test func configCheckSummarisesAValidConfigurationAndNamesTheErrorOfAnInvalidOne() async throws {
         let scratch = try Scratch()
         try scratch.write("rules/rules.json", Agents.rules)
         let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
-        let sensors = try scratch.write("sensors.json", Agents.sensors(broker: 1883, extra: #", "metrics": {"port": 9464}"#))
-        let bad = try scratch.write("bad.json", Agents.sensors(broker: 1883).replacingOccurrences(of: "\"0x48\"", with: "\"0x10\""))
+        let sensors = try scratch.write(
+            "sensors.json", Agents.sensors(broker: 1883, extra: #", "metrics": {"port": 9464}"#))
+        let bad = try scratch.write(
+            "bad.json", Agents.sensors(broker: 1883).replacingOccurrences(of: "\"0x48\"", with: "\"0x10\""))
 
         let routerCheck = try await Executable.run(["config", "check", router])
         #expect(routerCheck.status == 0)
         #expect(routerCheck.outputLines.first == "\(router): OK")
-        #expect(routerCheck.output.contains("  router     router: context TemperatureMeasurement, 2 rules from \(scratch.url.path)/rules (reloaded on change)\n"))
+        #expect(
+            routerCheck.output.contains(
+                "  router     router: context TemperatureMeasurement, 2 rules from \(scratch.url.path)/rules (reloaded on change)\n"
+            ))
 
         let sensorsCheck = try await Executable.run(["config", "check", sensors])
         #expect(sensorsCheck.status == 0)
@@ -103,19 +125,28 @@ import Testing
 
         let badCheck = try await Executable.run(["config", "check", bad])
         #expect(badCheck.status == 78)
-        #expect(badCheck.errors == "\(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n")
+        #expect(
+            badCheck.errors
+                == "\(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n")
 
         // `run` checks the same way before it starts anything.
         let badRun = try await Executable.run(["run", "--config", bad])
         #expect(badRun.status == 78)
-        #expect(badRun.errors == "coaty-edge: invalid configuration: \(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n")
+        #expect(
+            badRun.errors
+                == "coaty-edge: invalid configuration: \(bad): $.devices.sensors[0].address: 0x10 is not an address of the tmp102 (0x48...0x4B)\n"
+        )
     }
 
     @Test func clientsSayWhenTheBrokerCannotBeReached() async throws {
         let port = try freeLoopbackPort()
-        let result = try await Executable.run(["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--connect-timeout", "1"])
+        let result = try await Executable.run([
+            "agents", "--broker", "mqtt://127.0.0.1:\(port)", "--connect-timeout", "1",
+        ])
         #expect(result.status == 69)
-        #expect(result.errors.hasSuffix("\ncoaty-edge: cannot connect to the broker at 127.0.0.1:\(port): connection refused\n"))
+        #expect(
+            result.errors.hasSuffix(
+                "\ncoaty-edge: cannot connect to the broker at 127.0.0.1:\(port): connection refused\n"))
         let usage = try await Executable.run(["agents", "--broker", "http://127.0.0.1"])
         #expect(usage.status == 64)
     }
@@ -127,7 +158,9 @@ import Testing
         try scratch.write("rules/a.json", Agents.rules)
         let fifo = scratch.url.appendingPathComponent("rules/x.json").path
         try makeFIFO(fifo)
-        let large = try scratch.write("large.json", #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20))
+        let large = try scratch.write(
+            "large.json",
+            #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20))
         let password = scratch.url.appendingPathComponent("password").path
         try makeFIFO(password)
         let authority = scratch.url.appendingPathComponent("ca.crt").path
@@ -139,19 +172,27 @@ import Testing
             (["rules", "check", "/dev/zero"], 78, "/dev/zero: not a regular file (a character device)\n"),
             (["config", "check", scratch.url.path], 78, "\(scratch.url.path): not a regular file (a directory)\n"),
             (["config", "check", large], 78, "\(large): 2.1 MiB is larger than the limit of 1 MiB\n"),
-            (["rules", "check", scratch.url.appendingPathComponent("rules").path], 78, "\(fifo): not a regular file (a FIFO)\n"),
-            (["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--password-file", password], 64,
-             "coaty-edge: \(password): not a regular file (a FIFO)\n"),
+            (
+                ["rules", "check", scratch.url.appendingPathComponent("rules").path], 78,
+                "\(fifo): not a regular file (a FIFO)\n"
+            ),
+            (
+                ["agents", "--broker", "mqtt://127.0.0.1:\(port)", "--password-file", password], 64,
+                "coaty-edge: \(password): not a regular file (a FIFO)\n"
+            ),
             // libmosquitto opens the TLS files itself.
-            (["agents", "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", authority], 64,
-             "coaty-edge: \(authority): not a regular file (a FIFO)\n"),
+            (
+                ["agents", "--broker", "mqtts://127.0.0.1:\(port)", "--ca-file", authority], 64,
+                "coaty-edge: \(authority): not a regular file (a FIFO)\n"
+            ),
         ]
         for (arguments, status, error) in cases {
             // Under an address-space limit, so that a regression that reads a device without end fails here at once
             // instead of taking the machine's memory until the time limit.
             var command = Executable.command(arguments, environment: [:])
             let program = try #require(command.arguments.firstIndex(of: Executable.path))
-            command.arguments.insert(contentsOf: ["/bin/sh", "-c", #"ulimit -v 2097152 && exec "$0" "$@""#], at: program)
+            command.arguments.insert(
+                contentsOf: ["/bin/sh", "-c", #"ulimit -v 2097152 && exec "$0" "$@""#], at: program)
             let result: CommandResult
             do {
                 result = try await command.run(timeout: .seconds(20))
@@ -186,8 +227,10 @@ import Testing
     /// "inf" and "nan" parse as numbers; a wait made of one used to crash the client when it became a Duration.
     @Test(arguments: [
         ["agents", "--census", "inf"], ["agents", "--census=nan"], ["agents", "--census", "0"],
-        ["agents", "--connect-timeout", "1e300"], ["context", "get", "--timeout=-1"], ["rules", "show", "--timeout", "inf"],
-        ["context", "set", "operatingState", "normal", "--timeout", "nan"], ["shared", "get", "setpoints", "--timeout", "inf"],
+        ["agents", "--connect-timeout", "1e300"], ["context", "get", "--timeout=-1"],
+        ["rules", "show", "--timeout", "inf"],
+        ["context", "set", "operatingState", "normal", "--timeout", "nan"],
+        ["shared", "get", "setpoints", "--timeout", "inf"],
         ["shared", "watch", "setpoints", "--timeout=0"],
     ])
     func waitsMustBeFiniteAndPositive(arguments: [String]) async throws {
@@ -208,7 +251,9 @@ import Testing
         let metricsPort = try freeLoopbackPort()
         let configs = (
             router: try scratch.write("router.json", Agents.router(broker: broker.port, rules: "rules")),
-            actor: try scratch.write("actor.json", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
+            actor: try scratch.write(
+                "actor.json",
+                Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
             sensors: try scratch.write("sensors.json", Agents.sensors(broker: broker.port))
         )
         let router = try await Executable.start(["run", "--config", configs.router])
@@ -240,11 +285,13 @@ import Testing
         }
         let noAssociation = "{source=\"\(Agents.sourceId)\",reason=\"no association\"}"
         #expect(published["coaty_edge_values_dropped_total\(noAssociation)"] != nil, "\(published)")
-        #expect(published["coaty_edge_sensor_errors_total{sensor=\"TMP102 at 0x48 on /dev/i2c-1\"}"] == 0, "\(published)")
+        #expect(
+            published["coaty_edge_sensor_errors_total{sensor=\"TMP102 at 0x48 on /dev/i2c-1\"}"] == 0, "\(published)")
         #expect(published["coaty_edge_reconnects_total"] == 0, "\(published)")
         #expect(published["coaty_edge_messages_rejected_total{reason=\"malformed\"}"] == 0, "\(published)")
         let malformed = try await Command(
-            "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "coaty/3/-/DSC/intruder/1", "-m", "{not json"
+            "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "coaty/3/-/DSC/intruder/1", "-m",
+            "{not json"
         ).run(timeout: .seconds(20))
         #expect(malformed.status == 0, "\(malformed.errors)")
         try await waitUntil("the rejected counter to count the malformed message") {
@@ -256,7 +303,9 @@ import Testing
         #expect(try await notify.receive() == "STOPPING=1")
         // The agent itself sent the Deadvertise (the broker publishing its will would not be "received from" it).
         try await broker.waitForLog(
-            containing: "Received PUBLISH from \(Agents.sensorsClientId) (d0, q0, r0, m0, 'coaty/3/-/DAD/\(Agents.sensorsAgentId)'")
+            containing:
+                "Received PUBLISH from \(Agents.sensorsClientId) (d0, q0, r0, m0, 'coaty/3/-/DAD/\(Agents.sensorsAgentId)'"
+        )
         let left = try await observe.line(containing: #""event":"agentLeft""#)
         #expect(jsonLines(left).first?["agentId"] as? String == Agents.sensorsAgentId)
         // The log went to standard error, a line per event with time, level and label.
@@ -273,7 +322,9 @@ import Testing
     @Test(.emulatedHardware) func sigtermPutsTheOutputsInTheirSafeState() async throws {
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
-        let config = try scratch.write("relay.json", """
+        let config = try scratch.write(
+            "relay.json",
+            """
             {
               "common": {"agentIdentity": {"name": "Relay"}, "ioContextNodes": {"Board": {"ioActors": [
                 {"objectId": "relay", "name": "Fan relay", "valueType": "coaty-edge.Switch"}]}}},
@@ -283,12 +334,17 @@ import Testing
             }
             """)
         let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify").path)
-        let agent = try await Executable.start(["run", "--config", config], environment: ["NOTIFY_SOCKET": notify.name])
+        let agent = try await Executable.start(
+            ["run", "--config", config], environment: ["NOTIFY_SOCKET": notify.name])
         #expect(try await notify.receive() == "READY=1")
         let stopped = try await agent.stop(with: SIGTERM, within: .seconds(20))
         #expect(stopped.status == 0, "\(stopped.errors)")
         let lines = stopped.errors.split(separator: "\n")
-        let safe = lines.firstIndex { $0.hasSuffix(" notice coaty.controller.Devices: GPIO output line 17 of gpiochip0 to its safe state (on): the agent stops") }
+        let safe = lines.firstIndex {
+            $0.hasSuffix(
+                " notice coaty.controller.Devices: GPIO output line 17 of gpiochip0 to its safe state (on): the agent stops"
+            )
+        }
         let stoppedLine = lines.firstIndex { $0.hasSuffix(" info coaty-edge.Relay: agent Relay stopped") }
         #expect(safe != nil, "\(stopped.errors)")
         #expect(stoppedLine != nil, "\(stopped.errors)")
@@ -307,7 +363,10 @@ import Testing
         for (name, config) in [
             ("router", Agents.router(broker: broker.port, rules: "rules")),
             ("normal", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
-            ("emergency", Agents.actor(broker: broker.port, state: "emergency", id: Agents.emergencyActorId, name: "Emergency")),
+            (
+                "emergency",
+                Agents.actor(broker: broker.port, state: "emergency", id: Agents.emergencyActorId, name: "Emergency")
+            ),
             ("sensors", Agents.sensors(broker: broker.port)),
         ] {
             children.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
@@ -320,16 +379,22 @@ import Testing
         #expect(before.output.contains("context TemperatureMeasurement, version 0\n"))
         #expect(before.output.contains("Boiler → Normal display  rule temperature-normal\n"))
 
-        let set = try await Executable.run(["context", "set", "operatingState", "emergency", "--context", Agents.contextName] + url)
+        let set = try await Executable.run(
+            ["context", "set", "operatingState", "emergency", "--context", Agents.contextName] + url)
         #expect(set.status == 0, "\(set.errors)")
         #expect(set.output == "TemperatureMeasurement: operatingState = \"emergency\" (version 1)\n")
 
         try await observe.line(containing: #""actorId":"\#(Agents.emergencyActorId)""#, within: .seconds(20))
         let events = jsonLines(observe.output.text)
-        #expect(events.contains { $0["event"] as? String == "disassociated" && $0["actorId"] as? String == Agents.normalActorId })
-        #expect(events.contains {
-            $0["event"] as? String == "associated" && $0["actorName"] as? String == "Emergency display" && $0["sourceName"] as? String == "Boiler"
-        })
+        #expect(
+            events.contains {
+                $0["event"] as? String == "disassociated" && $0["actorId"] as? String == Agents.normalActorId
+            })
+        #expect(
+            events.contains {
+                $0["event"] as? String == "associated" && $0["actorName"] as? String == "Emergency display"
+                    && $0["sourceName"] as? String == "Boiler"
+            })
         #expect(events.contains { $0["event"] as? String == "context" && $0["contextVersion"] as? Int == 1 })
 
         let after = try await Executable.run(["rules", "show", "--json"] + url)
@@ -340,16 +405,24 @@ import Testing
 
         let get = try await Executable.run(["context", "get", "--context", Agents.contextName] + url)
         #expect(get.status == 0)
-        #expect(get.outputLines.first?.hasPrefix("TemperatureMeasurement  version 1  (objectId 55555555-5555-4555-8555-555555555555, router ") == true)
+        #expect(
+            get.outputLines.first?.hasPrefix(
+                "TemperatureMeasurement  version 1  (objectId 55555555-5555-4555-8555-555555555555, router ") == true)
         #expect(get.outputLines.dropFirst().first == "  operatingState: \"emergency\"")
 
         // A change made as of an older version is refused by the router, and the command says why.
         let stale = try await Executable.run(
-            ["context", "set", "operatingState", "normal", "--expected-version", "0", "--context", Agents.contextName] + url)
+            ["context", "set", "operatingState", "normal", "--expected-version", "0", "--context", Agents.contextName]
+                + url)
         #expect(stale.status == 1)
-        #expect(stale.errors == "coaty-edge: TemperatureMeasurement: the router refused the update: stale version 0; the current version is 1\n")
-        #expect(try await Executable.run(["context", "get", "--context", Agents.contextName] + url).outputLines.dropFirst().first
-            == "  operatingState: \"emergency\"")
+        #expect(
+            stale.errors
+                == "coaty-edge: TemperatureMeasurement: the router refused the update: stale version 0; the current version is 1\n"
+        )
+        #expect(
+            try await Executable.run(["context", "get", "--context", Agents.contextName] + url).outputLines.dropFirst()
+                .first
+                == "  operatingState: \"emergency\"")
         // The expected version that is current is accepted.
         let checked = try await Executable.run(
             ["context", "set", "shift", "night", "--expected-version", "1", "--context", Agents.contextName] + url)
@@ -380,9 +453,12 @@ import Testing
         /// wait for the connection, so that the stop leaves cleanly.
         func runUntilReady(_ extra: [String], online: Bool = false) async throws -> CommandResult {
             let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify-\(extra.count)").path)
-            let agent = try await Executable.start(["run", "--config", config] + extra, environment: ["NOTIFY_SOCKET": notify.name])
+            let agent = try await Executable.start(
+                ["run", "--config", config] + extra, environment: ["NOTIFY_SOCKET": notify.name])
             #expect(try await notify.receive() == "READY=1")
-            if online { _ = try await agent.line(containing: " info coaty.communication: online as Normal", onErrors: true) }
+            if online {
+                _ = try await agent.line(containing: " info coaty.communication: online as Normal", onErrors: true)
+            }
             let result = try await agent.stop(with: SIGTERM, within: .seconds(20))
             #expect(result.status == 0, "\(result.errors)")
             return result
@@ -394,7 +470,9 @@ import Testing
 
         let chatty = try await runUntilReady(["--log-level", "debug"], online: true)
         #expect(chatty.errors.contains(" info coaty-edge.Normal: agent Normal ("), "\(chatty.errors)")
-        #expect(chatty.errors.contains(" debug coaty.communication: leaving: Deadvertise sent, disconnecting cleanly\n"), "\(chatty.errors)")
+        #expect(
+            chatty.errors.contains(" debug coaty.communication: leaving: Deadvertise sent, disconnecting cleanly\n"),
+            "\(chatty.errors)")
         try await broker.stop()
     }
 
@@ -441,7 +519,8 @@ import Testing
             let result = try await observer.stop(with: SIGTERM)
             #expect(result.status == 0)
             let events = jsonLines(result.output)
-            #expect(events.contains { $0["event"] as? String == "agentJoined" }, "\(filter.arguments): \(result.output)")
+            #expect(
+                events.contains { $0["event"] as? String == "agentJoined" }, "\(filter.arguments): \(result.output)")
             let values = events.filter { $0["event"] as? String == "value" }
             #expect(values.isEmpty != filter.admitsBoiler, "\(filter.arguments): \(values.count) values")
         }
@@ -460,7 +539,9 @@ import Testing
         let zone = "sys/class/thermal/thermal_zone0"
         try scratch.write("\(zone)/type", "cpu-thermal\n")
         let temperature = try scratch.write("\(zone)/temp", "45000\n")
-        let config = try scratch.write("soc.json", """
+        let config = try scratch.write(
+            "soc.json",
+            """
             {
               "common": {"agentIdentity": {"name": "SoC"}, "ioContextNodes": {"Board": {"ioSources": [
                 {"objectId": "soc", "name": "SoC temperature", "valueType": "coaty-edge.Temperature[Celsius]"}]}}},
@@ -477,7 +558,9 @@ import Testing
         /// The states of the SoC zone in the device status events observe printed, in order.
         func states() -> [String] {
             jsonLines(observe.output.text).filter { $0["event"] as? String == "deviceStatus" }.compactMap { event in
-                ((event["devices"] as? [[String: Any]])?.first { $0["label"] as? String == "thermal zone 0 (cpu-thermal)" })?["state"]
+                ((event["devices"] as? [[String: Any]])?.first {
+                    $0["label"] as? String == "thermal zone 0 (cpu-thermal)"
+                })?["state"]
                     as? String
             }
         }
@@ -495,10 +578,15 @@ import Testing
 
         let stopped = try await agent.stop(with: SIGTERM)
         #expect(stopped.status == 0)
-        #expect(stopped.errors.contains(
-            " error coaty.controller.Devices: thermal zone 0 (cpu-thermal) fails, retrying with backoff: no device: \(temperature)\n"),
+        #expect(
+            stopped.errors.contains(
+                " error coaty.controller.Devices: thermal zone 0 (cpu-thermal) fails, retrying with backoff: no device: \(temperature)\n"
+            ),
             "\(stopped.errors)")
-        #expect(stopped.errors.contains(" notice coaty.controller.Devices: thermal zone 0 (cpu-thermal) answers again after "), "\(stopped.errors)")
+        #expect(
+            stopped.errors.contains(
+                " notice coaty.controller.Devices: thermal zone 0 (cpu-thermal) answers again after "),
+            "\(stopped.errors)")
         #expect(try await observe.stop(with: SIGTERM).status == 0)
         try await broker.stop()
     }
@@ -509,7 +597,9 @@ import Testing
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
-        let sensors = try await Executable.start(["run", "--config", try scratch.write("sensors.json", Agents.sensors(broker: broker.port))])
+        let sensors = try await Executable.start([
+            "run", "--config", try scratch.write("sensors.json", Agents.sensors(broker: broker.port)),
+        ])
         let observe = try await Executable.start(["observe", "--json"] + url)
         try await observe.line(containing: #""event":"agentJoined""#, within: .seconds(30))
 
@@ -550,7 +640,9 @@ func scrape(port: Int) async throws -> [String: Double] {
     let body = response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
     var samples: [String: Double] = [:]
     for line in body.split(separator: "\n") where !line.hasPrefix("#") {
-        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+            continue
+        }
         samples[String(line[..<space])] = value
     }
     return samples

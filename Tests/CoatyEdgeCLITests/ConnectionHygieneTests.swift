@@ -15,26 +15,36 @@ import Testing
         let certificates = try TestCertificates()
         let otherAuthority = try TestCertificates(authorityName: "another test CA")
         let misnamed = try TestCertificates(serverAltName: "DNS:elsewhere.invalid")
-        let tlsBroker = try await TestBroker.started(TestBroker.Options(tls: certificates, requiresClientCertificate: false))
-        let misnamedBroker = try await TestBroker.started(TestBroker.Options(tls: misnamed, requiresClientCertificate: false))
+        let tlsBroker = try await TestBroker.started(
+            TestBroker.Options(tls: certificates, requiresClientCertificate: false))
+        let misnamedBroker = try await TestBroker.started(
+            TestBroker.Options(tls: misnamed, requiresClientCertificate: false))
         let loginBroker = try await TestBroker.started(TestBroker.Options(users: ["alice": "s3cret"]))
         let closedPort = try freeLoopbackPort()
 
         let cases: [(arguments: [String], broker: String, reason: String)] = [
             (
                 ["--broker", "mqtts://127.0.0.1:\(tlsBroker.port)", "--ca-file", otherAuthority.caFile],
-                "127.0.0.1:\(tlsBroker.port)", "TLS: certificate verify failed (unknown CA: self-signed certificate in certificate chain)"
+                "127.0.0.1:\(tlsBroker.port)",
+                "TLS: certificate verify failed (unknown CA: self-signed certificate in certificate chain)"
             ),
             (
                 ["--broker", "mqtts://127.0.0.1:\(misnamedBroker.port)", "--ca-file", misnamed.caFile],
-                "127.0.0.1:\(misnamedBroker.port)", "TLS: the broker's certificate does not name 127.0.0.1 (hostname mismatch)"
+                "127.0.0.1:\(misnamedBroker.port)",
+                "TLS: the broker's certificate does not name 127.0.0.1 (hostname mismatch)"
             ),
             (
-                ["--broker", "mqtt://127.0.0.1:\(loginBroker.port)", "--username", "alice", "--password-file", wrongPassword],
+                [
+                    "--broker", "mqtt://127.0.0.1:\(loginBroker.port)", "--username", "alice", "--password-file",
+                    wrongPassword,
+                ],
                 "127.0.0.1:\(loginBroker.port)", "the broker refused the connection: not authorised (CONNACK 5)"
             ),
             (
-                ["--broker", "mqtt://127.0.0.1:\(loginBroker.port)", "--username", "mallory", "--password-file", wrongPassword],
+                [
+                    "--broker", "mqtt://127.0.0.1:\(loginBroker.port)", "--username", "mallory", "--password-file",
+                    wrongPassword,
+                ],
                 "127.0.0.1:\(loginBroker.port)", "the broker refused the connection: not authorised (CONNACK 5)"
             ),
             (["--broker", "mqtt://127.0.0.1:\(closedPort)"], "127.0.0.1:\(closedPort)", "connection refused"),
@@ -43,7 +53,9 @@ import Testing
             let result = try await Executable.run(["agents", "--connect-timeout", "2"] + arguments)
             #expect(result.status == 69, "\(arguments)")
             // The last line; the client's own log (level warning) has said it as it happened.
-            #expect(result.errors.hasSuffix("\ncoaty-edge: cannot connect to the broker at \(broker): \(reason)\n"), "\(arguments)")
+            #expect(
+                result.errors.hasSuffix("\ncoaty-edge: cannot connect to the broker at \(broker): \(reason)\n"),
+                "\(arguments)")
         }
     }
 
@@ -53,7 +65,9 @@ import Testing
         let broker = try await TestBroker.started(TestBroker.Options(users: ["alice": "s3cret"]))
         let scratch = try Scratch()
         let password = try scratch.writePrivate("broker.password", "wrong\n")
-        let config = try scratch.write("agent.json", """
+        let config = try scratch.write(
+            "agent.json",
+            """
             {
               "common": {"agentIdentity": {"name": "Locked out"}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)", "username": "alice", "passwordFile": "\(password)",
@@ -63,21 +77,29 @@ import Testing
         let agent = try await Executable.start(["run", "--config", config])
         let refusal = "the broker refused the connection: not authorised (CONNACK 5)"
         let gaveUp = try await agent.line(containing: "gave up connecting", onErrors: true)
-        #expect(gaveUp.hasSuffix(" error coaty.communication: gave up connecting to the broker at 127.0.0.1:\(broker.port) after 3 attempts: \(refusal)"), "\(gaveUp)")
+        #expect(
+            gaveUp.hasSuffix(
+                " error coaty.communication: gave up connecting to the broker at 127.0.0.1:\(broker.port) after 3 attempts: \(refusal)"
+            ), "\(gaveUp)")
         let stopped = try await agent.stop(with: SIGTERM)
         #expect(stopped.status == 0, "\(stopped.errors)")
         let warnings = stopped.errors.split(separator: "\n").filter { $0.contains(" warning ") }
         // Four failed attempts (the first connect and three more), one warning: the reason did not change.
         #expect(warnings.count == 1, "\(stopped.errors)")
-        #expect(warnings.first?.hasSuffix("cannot connect to the broker at 127.0.0.1:\(broker.port): \(refusal)") == true, "\(stopped.errors)")
+        #expect(
+            warnings.first?.hasSuffix("cannot connect to the broker at 127.0.0.1:\(broker.port): \(refusal)") == true,
+            "\(stopped.errors)")
     }
 
     @Test func theAgentLogsAnUnknownCertificateAuthority() async throws {
         let certificates = try TestCertificates()
         let otherAuthority = try TestCertificates(authorityName: "another test CA")
-        let broker = try await TestBroker.started(TestBroker.Options(tls: certificates, requiresClientCertificate: false))
+        let broker = try await TestBroker.started(
+            TestBroker.Options(tls: certificates, requiresClientCertificate: false))
         let scratch = try Scratch()
-        let config = try scratch.write("agent.json", """
+        let config = try scratch.write(
+            "agent.json",
+            """
             {
               "common": {"agentIdentity": {"name": "Distrustful"}},
               "communication": {"brokerUrl": "mqtts://127.0.0.1:\(broker.port)", "tls": {"caFile": "\(otherAuthority.caFile)"}}
@@ -85,7 +107,10 @@ import Testing
             """)
         let agent = try await Executable.start(["run", "--config", config])
         let warning = try await agent.line(containing: "cannot connect to the broker", onErrors: true)
-        #expect(warning.hasSuffix(" warning coaty.communication: cannot connect to the broker at 127.0.0.1:\(broker.port): TLS: certificate verify failed (unknown CA: self-signed certificate in certificate chain)"), "\(warning)")
+        #expect(
+            warning.hasSuffix(
+                " warning coaty.communication: cannot connect to the broker at 127.0.0.1:\(broker.port): TLS: certificate verify failed (unknown CA: self-signed certificate in certificate chain)"
+            ), "\(warning)")
         #expect(try await agent.stop(with: SIGTERM).status == 0)
     }
 
@@ -100,7 +125,9 @@ import Testing
 
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
-        let config = try scratch.write("agent.json", """
+        let config = try scratch.write(
+            "agent.json",
+            """
             {"common": {"agentIdentity": {"name": "Root"}}, "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"}}
             """)
         let refused = try await Executable.run(["run", "--config", config], allowRoot: false)
@@ -125,22 +152,29 @@ import Testing
         let scratch = try Scratch()
         let password = try scratch.write("broker.password", "s3cret\n")
         #expect(chmod(password, 0o644) == 0)
-        let config = try scratch.write("agent.json", """
+        let config = try scratch.write(
+            "agent.json",
+            """
             {
               "common": {"agentIdentity": {"name": "Alice"}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)", "username": "alice", "passwordFile": "\(password)"}
             }
             """)
-        let reason = "\(password) is readable by others (0644); chmod 600 it (or allow it with --allow-open-password-file)"
+        let reason =
+            "\(password) is readable by others (0644); chmod 600 it (or allow it with --allow-open-password-file)"
 
         let refusedRun = try await Executable.run(["run", "--config", config])
         #expect(refusedRun.status == 78)
-        #expect(refusedRun.errors == "coaty-edge: invalid configuration: \(config): $.communication.passwordFile: \(reason)\n")
+        #expect(
+            refusedRun.errors
+                == "coaty-edge: invalid configuration: \(config): $.communication.passwordFile: \(reason)\n")
         let refusedCheck = try await Executable.run(["config", "check", config])
         #expect(refusedCheck.status == 78)
         #expect(refusedCheck.errors == "\(config): $.communication.passwordFile: \(reason)\n")
         #expect(try await Executable.run(["config", "check", config, "--allow-open-password-file"]).status == 0)
-        let client = ["agents", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--username", "alice", "--password-file", password]
+        let client = [
+            "agents", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--username", "alice", "--password-file", password,
+        ]
         let refusedClient = try await Executable.run(client)
         #expect(refusedClient.status == 78)
         #expect(refusedClient.errors == "coaty-edge: \(reason)\n")

@@ -22,7 +22,10 @@ import Testing
         let broker = try await TestBroker.started()
         let fill = #"for fd in $(seq 3 1100); do eval "exec $fd</dev/null" || exit 90; done; exec "$0" "$@""#
         let result = try await Command(
-            ["bash", "-c", fill, Executable.path, "agents", "--json", "--census", "1", "--broker", "mqtt://127.0.0.1:\(broker.port)"]
+            [
+                "bash", "-c", fill, Executable.path, "agents", "--json", "--census", "1", "--broker",
+                "mqtt://127.0.0.1:\(broker.port)",
+            ]
         ).run(timeout: .seconds(60))
         #expect(result.status != 90, "bash could not open 1100 files: \(result.errors)")
         #expect(result.succeeded, "exit \(result.status): \(result.errors)")

@@ -8,7 +8,9 @@ import Testing
 /// each other for their presence when they join.
 @Suite struct FleetSimulationTests {
     /// `coaty-edge-bench`, built next to `coaty-edge` (the test target depends on it).
-    static let bench = URL(fileURLWithPath: Executable.path).deletingLastPathComponent().appendingPathComponent("coaty-edge-bench").path
+    static let bench = URL(fileURLWithPath: Executable.path).deletingLastPathComponent().appendingPathComponent(
+        "coaty-edge-bench"
+    ).path
 
     /// 250 simulated agents (1250 descriptors in one process): `agents` lists every one of them, `observe` sees them
     /// join, and sees the 10 whose connections break off (no DISCONNECT) leave by their last wills; the simulated
@@ -23,9 +25,13 @@ import Testing
         let observeAsked = try await discovers.nextMessage(timeout: .seconds(60))
         let count = 250
         let trigger = scratch.url.appendingPathComponent("drop").path
-        let fleet = try await CoatyTestSupport.ChildProcess(Command(
-            [Self.bench, "fleet", "--agents", "\(count)", "--name-prefix", "sim", "--context", "Simulated", "--drop", "10",
-             "--drop-when", trigger] + url))
+        let fleet = try await CoatyTestSupport.ChildProcess(
+            Command(
+                [
+                    Self.bench, "fleet", "--agents", "\(count)", "--name-prefix", "sim", "--context", "Simulated",
+                    "--drop", "10",
+                    "--drop-when", trigger,
+                ] + url))
         let online = try await fleet.line(containing: "online", within: .seconds(120))
         #expect(online.hasPrefix("online \(count) agents in "), "\(online)")
         try await waitForJSONLines(observe, count: count, within: .seconds(60)) {
@@ -33,8 +39,12 @@ import Testing
         }
 
         let summary = try await Executable.run(["agents", "--summary", "--name", "sim-*", "--census", "3"] + url)
-        #expect(summary.outputLines == ["\(count) agents: \(count) no-devices", "\(count) IO nodes (Simulated \(count)), \(count) sources, 25 actors"],
-                "\(summary.output)\(summary.errors)")
+        #expect(
+            summary.outputLines == [
+                "\(count) agents: \(count) no-devices",
+                "\(count) IO nodes (Simulated \(count)), \(count) sources, 25 actors",
+            ],
+            "\(summary.output)\(summary.errors)")
         let listed = try await Executable.run(["agents", "--json", "--census", "3"] + url)
         let names = jsonLines(listed.output).compactMap { $0["name"] as? String }.filter { $0.hasPrefix("sim-") }
         #expect(Set(names).count == count, "\(listed.errors)")
@@ -64,18 +74,23 @@ import Testing
             for index in 0..<1000 where !Task.isCancelled {
                 try? peer.publish(
                     "coaty/3/-/ADV:Identity/late-\(index)",
-                    #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"late-\#(index)","name":"late-\#(index)"}}"#)
+                    #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"late-\#(index)","name":"late-\#(index)"}}"#
+                )
                 // Every 20 ms: the census's last step of a second must see an answer even when the other suites
                 // of a full run keep this process's threads busy for a few hundred milliseconds.
                 try? await Task.sleep(for: .milliseconds(20))
             }
         }
         let started = ContinuousClock.now
-        let listed = try await Executable.run(["agents", "--summary", "--census", "2", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let listed = try await Executable.run([
+            "agents", "--summary", "--census", "2", "--broker", "mqtt://127.0.0.1:\(broker.port)",
+        ])
         let took = ContinuousClock.now - started
         joining.cancel()
         #expect(listed.status == 0)
-        #expect(listed.errors.contains("answers were still arriving after 8 s: the list may be incomplete"), "\(listed.errors)")
+        #expect(
+            listed.errors.contains("answers were still arriving after 8 s: the list may be incomplete"),
+            "\(listed.errors)")
         #expect(took >= .seconds(8))
         _ = try await peer.disconnect()
         try await broker.stop()
@@ -88,7 +103,8 @@ import Testing
         let answering = Task {
             while !Task.isCancelled, let discover = try? await ghost.nextMessage(timeout: .seconds(60)) {
                 let levels = discover.topic.split(separator: "/")
-                guard levels.count == 6, String(decoding: discover.payload, as: UTF8.self).contains("coaty-edge.DeviceStatus")
+                guard levels.count == 6,
+                    String(decoding: discover.payload, as: UTF8.self).contains("coaty-edge.DeviceStatus")
                 else { continue }
                 try? ghost.publish(
                     "coaty/3/-/RSV/ghost/\(levels[5])",
@@ -98,12 +114,15 @@ import Testing
         }
         // A census of 3 s: the ghost answers from this test process, whose threads the other suites of a full run
         // may keep busy for a while.
-        let listed = try await Executable.run(["agents", "--summary", "--census", "3", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let listed = try await Executable.run([
+            "agents", "--summary", "--census", "3", "--broker", "mqtt://127.0.0.1:\(broker.port)",
+        ])
         answering.cancel()
         #expect(listed.status == 0)
         #expect(listed.output.hasPrefix("0 agents\n"), "\(listed.output)")
         #expect(
-            listed.errors.contains("1 agent answered for its devices but not with its identity: expected 1 agent, listed 0"),
+            listed.errors.contains(
+                "1 agent answered for its devices but not with its identity: expected 1 agent, listed 0"),
             "\(listed.errors)")
         _ = try await ghost.disconnect()
         try await broker.stop()

@@ -15,11 +15,16 @@ import Testing
         (0..<count).map { index in
             let name = index < 600 ? String(format: "greenhouse-%03d", index) : String(format: "hall-%03d", index)
             let id = "agent-\(index)"
-            let source = IoSource(objectId: "source-\(index)", name: "SoC temperature \(index)", valueType: "coaty-edge.Temperature[Celsius]")
+            let source = IoSource(
+                objectId: "source-\(index)", name: "SoC temperature \(index)",
+                valueType: "coaty-edge.Temperature[Celsius]")
             var actors: [IoActor] = []
-            if index % 50 == 0 { actors.append(IoActor(objectId: "fan-\(index)", name: "Fan \(index)", valueType: "coaty-edge.Switch")) }
+            if index % 50 == 0 {
+                actors.append(IoActor(objectId: "fan-\(index)", name: "Fan \(index)", valueType: "coaty-edge.Switch"))
+            }
             let node = IoNode(
-                contextName: index < 600 ? "Greenhouse" : "Hall", parentObjectId: id, ioSources: [source], ioActors: actors)
+                contextName: index < 600 ? "Greenhouse" : "Hall", parentObjectId: id, ioSources: [source],
+                ioActors: actors)
             let agent = AgentInfo(identity: Identity(objectId: id, name: name), namespace: "-", ioNodes: [node])
             let failing = index % 100 == 0
             let devices: [JSONValue]? =
@@ -64,7 +69,10 @@ import Testing
         let fleet = Self.fleet()
         let lines = AgentCensus.brief(fleet).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == 1000)
-        #expect(lines[0] == "failing    greenhouse-000  agent-0  1 source, 1 actor      Greenhouse  thermal zone 0 (cpu-thermal): no device")
+        #expect(
+            lines[0]
+                == "failing    greenhouse-000  agent-0  1 source, 1 actor      Greenhouse  thermal zone 0 (cpu-thermal): no device"
+        )
         #expect(lines[1] == "ok         greenhouse-001  agent-1  1 source, 0 actors     Greenhouse")
         #expect(lines[7] == "no-devices greenhouse-007  agent-7  1 source, 0 actors     Greenhouse")
         #expect(AgentCensus.brief([]) == "no agents online\n")
@@ -90,11 +98,14 @@ import Testing
             reported += model.apply(.joined(entry.agent), at: 1000).events
         }
         #expect(reported.count == 400)
-        #expect(reported.allSatisfy { if case .agentJoined(let seen) = $0 { seen.name.hasPrefix("hall-") } else { false } })
+        #expect(
+            reported.allSatisfy { if case .agentJoined(let seen) = $0 { seen.name.hasPrefix("hall-") } else { false } })
         // Every source's route is watched, but only the admitted agents' values are reported.
         #expect(model.applyValue(Array("21.5".utf8), on: "coaty/3/-/IOV/source-700", at: 1100) != nil)
         #expect(model.applyValue(Array("21.5".utf8), on: "coaty/3/-/IOV/source-10", at: 1100) == nil)
-        let associate = AssociateEvent(ioContextName: "Hall", ioSourceId: "source-700", ioActorId: "fan-700", associatingRoute: "coaty/3/-/IOV/source-700", updateRate: nil)
+        let associate = AssociateEvent(
+            ioContextName: "Hall", ioSourceId: "source-700", ioActorId: "fan-700",
+            associatingRoute: "coaty/3/-/IOV/source-700", updateRate: nil)
         _ = model.apply(associate, routerId: "router", at: 1200)
         var status = CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.DeviceStatus", name: "status")
         status.parentObjectId = "agent-900"
@@ -107,10 +118,18 @@ import Testing
         _ = model.apply(.left(Self.fleet()[0].agent), at: 1400)
 
         let summary = model.summary()
-        #expect(summary == ObserveModel.Summary(agents: 399, joined: 400, left: 1, sources: 399, routedSources: 1, values: 1, failingAgents: 1))
-        #expect(summary.line(time: "12:00:05", seconds: 5)
-            == "12:00:05  399 agents (+400 joined, -1 left), 399 sources (1 routed), 0.2 values/s, 1 agents with failing devices")
+        #expect(
+            summary
+                == ObserveModel.Summary(
+                    agents: 399, joined: 400, left: 1, sources: 399, routedSources: 1, values: 1, failingAgents: 1))
+        #expect(
+            summary.line(time: "12:00:05", seconds: 5)
+                == "12:00:05  399 agents (+400 joined, -1 left), 399 sources (1 routed), 0.2 values/s, 1 agents with failing devices"
+        )
         // The next interval starts from zero.
-        #expect(model.summary() == ObserveModel.Summary(agents: 399, joined: 0, left: 0, sources: 399, routedSources: 1, values: 0, failingAgents: 1))
+        #expect(
+            model.summary()
+                == ObserveModel.Summary(
+                    agents: 399, joined: 0, left: 0, sources: 399, routedSources: 1, values: 0, failingAgents: 1))
     }
 }

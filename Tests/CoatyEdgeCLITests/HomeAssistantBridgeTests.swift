@@ -13,7 +13,10 @@ import Testing
 
     /// The test configuration; `extra` adds members to the `homeAssistant` section, `devicesExtra` to the inputs.
     static func configuration(broker: Int, withDoor: Bool = true) -> String {
-        let door = withDoor ? #",{"driver": "gpio-input", "ioSource": "00000000-0000-4000-8000-0000000000d1", "chip": "gpiochip0", "line": 22}"# : ""
+        let door =
+            withDoor
+            ? #",{"driver": "gpio-input", "ioSource": "00000000-0000-4000-8000-0000000000d1", "chip": "gpiochip0", "line": 22}"#
+            : ""
         return """
             {
               "common": {
@@ -92,18 +95,25 @@ import Testing
 
         // States and availability, retained: a consumer that comes later sees every one at once.
         #expect(try await watcher.text("\(Self.prefix)/status") == "online")
-        _ = try await watcher.text("\(Self.prefix)/air_temperature") { Double($0).map { (10...40).contains($0) } == true }
-        _ = try await watcher.text("\(Self.prefix)/air_pressure") { Double($0).map { (900...1100).contains($0) } == true }
+        _ = try await watcher.text("\(Self.prefix)/air_temperature") {
+            Double($0).map { (10...40).contains($0) } == true
+        }
+        _ = try await watcher.text("\(Self.prefix)/air_pressure") {
+            Double($0).map { (900...1100).contains($0) } == true
+        }
         #expect(try await watcher.text("\(Self.prefix)/fan_relay") == "OFF")
         #expect(try await watcher.text("\(Self.prefix)/fan_on") == "60")
         let later = try await BridgeTopics(broker: broker)
         for topic in Self.entities { _ = try await later.json(topic) }
-        for point in ["air_temperature", "air_humidity", "air_pressure", "door", "fan_relay", "vent", "fan_on", "status"] {
+        for point in [
+            "air_temperature", "air_humidity", "air_pressure", "door", "fan_relay", "vent", "fan_on", "status",
+        ] {
             _ = try await later.text("\(Self.prefix)/\(point)")
         }
 
         // Home Assistant's birth message (it restarted): every config again.
-        let configWatcher = try await TestClient.connected(to: broker, subscribingTo: ["homeassistant/+/\(Self.agent)/+/config"])
+        let configWatcher = try await TestClient.connected(
+            to: broker, subscribingTo: ["homeassistant/+/\(Self.agent)/+/config"])
         let retained = try await configWatcher.nextMessages(Self.entities.count)
         #expect(Set(retained.map(\.topic)) == Set(Self.entities))
         try watcher.client.publish("homeassistant/status", "online")
@@ -117,7 +127,9 @@ import Testing
         try await waitUntil("line 17 high") { Self.level(in: levels, line: 17) == "1" }
         #expect(try await watcher.text("\(Self.prefix)/fan_relay") { $0 == "ON" } == "ON")
         try watcher.client.publish("\(Self.prefix)/fan_relay/set", "OFF")
-        _ = try await agent.line(containing: "held back a switch off by \"OFF\" from a command on \(Self.prefix)/fan_relay/set", onErrors: true)
+        _ = try await agent.line(
+            containing: "held back a switch off by \"OFF\" from a command on \(Self.prefix)/fan_relay/set",
+            onErrors: true)
         #expect(Self.level(in: levels, line: 17) == "1")
         try await waitUntil("line 17 low after minOnTime") { Self.level(in: levels, line: 17) == "0" }
         #expect(try await watcher.text("\(Self.prefix)/fan_relay") { $0 == "OFF" } == "OFF")
@@ -170,7 +182,9 @@ import Testing
         #expect(try await watcher.text("\(Self.prefix)/status") { $0 == "offline" } == "offline")
         #expect(stopping.duration(to: .now) < .seconds(5))
         #expect(try await watcher.text("\(Self.prefix)/vent") { $0 == "ON" } == "ON", "the vent's safe state is on")
-        #expect(try await watcher.text("\(Self.prefix)/fan_relay") { $0 == "OFF" } == "OFF", "the relay's safe state is off")
+        #expect(
+            try await watcher.text("\(Self.prefix)/fan_relay") { $0 == "OFF" } == "OFF", "the relay's safe state is off"
+        )
 
         // A point removed from the configuration: its retained config (and state) are cleared.
         try scratch.write("agent.json", Self.configuration(broker: broker.port, withDoor: false))
@@ -188,44 +202,61 @@ import Testing
         let file = try scratch.write("agent.json", Self.configuration(broker: 1883))
         let check = try await Executable.run(["config", "check", file])
         #expect(check.status == 0, "\(check.errors)")
-        #expect(check.outputLines.contains("  mqtt       coaty-edge/\(Self.agent)/<point>: 7 points (plain, retained), status coaty-edge/\(Self.agent)/status"))
+        #expect(
+            check.outputLines.contains(
+                "  mqtt       coaty-edge/\(Self.agent)/<point>: 7 points (plain, retained), status coaty-edge/\(Self.agent)/status"
+            ))
         #expect(check.outputLines.contains("  home asst. discovery under homeassistant/: 7 entities"))
 
         let preview = try await Executable.run(["ha", "preview", "--config", file])
         #expect(preview.status == 0, "\(preview.errors)")
         for topic in Self.entities { #expect(preview.outputLines.contains(topic)) }
         #expect(preview.output.contains(#""device_class": "temperature""#))
-        #expect(preview.output.contains("# Fan relay: \(Self.prefix)/fan_relay, commands on \(Self.prefix)/fan_relay/set"))
+        #expect(
+            preview.output.contains("# Fan relay: \(Self.prefix)/fan_relay, commands on \(Self.prefix)/fan_relay/set"))
 
         // The example of deploy/, with its password file and rules found from the scratch directory.
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let password = try scratch.write("topics.password", "secret\n")
         #expect(chmod(password, 0o600) == 0)
-        let example = try String(contentsOf: repository.appendingPathComponent("deploy/example-home-assistant.json"), encoding: .utf8)
-            .replacingOccurrences(of: "/etc/coaty-edge/topics.password", with: password)
-            .replacingOccurrences(of: #""rules": "rules""#, with: #""rules": "\#(repository.path)/rules/greenhouse""#)
-        let examplePreview = try await Executable.run(["ha", "preview", "--config", try scratch.write("example.json", example)])
+        let example = try String(
+            contentsOf: repository.appendingPathComponent("deploy/example-home-assistant.json"), encoding: .utf8
+        )
+        .replacingOccurrences(of: "/etc/coaty-edge/topics.password", with: password)
+        .replacingOccurrences(of: #""rules": "rules""#, with: #""rules": "\#(repository.path)/rules/greenhouse""#)
+        let examplePreview = try await Executable.run([
+            "ha", "preview", "--config", try scratch.write("example.json", example),
+        ])
         #expect(examplePreview.status == 0, "\(examplePreview.errors)")
-        #expect(examplePreview.outputLines.contains("# SoC temperature: coaty-edge/greenhouse_pi/soc_temperature (not in Home Assistant)"))
+        #expect(
+            examplePreview.outputLines.contains(
+                "# SoC temperature: coaty-edge/greenhouse_pi/soc_temperature (not in Home Assistant)"))
         #expect(examplePreview.outputLines.contains("homeassistant/number/greenhouse_pi/fan_off/config"))
         #expect(examplePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 9)
 
         // The complete example of README.md's Home Assistant section is valid and announces its six entities.
         let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.components(separatedBy: "A complete agent with a BME280").dropFirst().first)
-        let readmeExample = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
-        let readmePreview = try await Executable.run(["ha", "preview", "--config", try scratch.write("readme.json", readmeExample)])
+        let readmeExample = try #require(
+            section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let readmePreview = try await Executable.run([
+            "ha", "preview", "--config", try scratch.write("readme.json", readmeExample),
+        ])
         #expect(readmePreview.status == 0, "\(readmePreview.errors)")
         #expect(readmePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 6)
 
         let bad = try scratch.write(
             "bad.json",
-            Self.configuration(broker: 1883).replacingOccurrences(of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#))
+            Self.configuration(broker: 1883).replacingOccurrences(
+                of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#))
         let refused = try await Executable.run(["config", "check", bad])
         #expect(refused.status == 78)
         #expect(refused.errors.hasPrefix("\(bad): $.homeAssistant.points.door.deviceClass: "))
         let unknown = try scratch.write(
-            "unknown.json", Self.configuration(broker: 1883).replacingOccurrences(of: #""points": {"door""#, with: #""points": {"doro""#))
+            "unknown.json",
+            Self.configuration(broker: 1883).replacingOccurrences(
+                of: #""points": {"door""#, with: #""points": {"doro""#))
         let named = try await Executable.run(["ha", "preview", "--config", unknown])
         #expect(named.status == 78)
         #expect(named.errors.contains(#"$.homeAssistant.points.doro: no point of this agent is called "doro""#))
@@ -252,7 +283,10 @@ actor BridgeTopics {
     }
 
     /// The payload of `topic` once one satisfies `condition`: the latest one if it does, else the next that does.
-    func bytes(_ topic: String, within limit: Duration = .seconds(30), until condition: @Sendable ([UInt8]) -> Bool = { !$0.isEmpty }) async throws -> [UInt8] {
+    func bytes(
+        _ topic: String, within limit: Duration = .seconds(30),
+        until condition: @Sendable ([UInt8]) -> Bool = { !$0.isEmpty }
+    ) async throws -> [UInt8] {
         if let payload = latest[topic], condition(payload) { return payload }
         let deadline = ContinuousClock.now + limit
         while true {
@@ -264,8 +298,13 @@ actor BridgeTopics {
         }
     }
 
-    func text(_ topic: String, within limit: Duration = .seconds(30), until condition: @Sendable (String) -> Bool = { !$0.isEmpty }) async throws -> String {
-        String(decoding: try await bytes(topic, within: limit) { condition(String(decoding: $0, as: UTF8.self)) }, as: UTF8.self)
+    func text(
+        _ topic: String, within limit: Duration = .seconds(30),
+        until condition: @Sendable (String) -> Bool = { !$0.isEmpty }
+    ) async throws -> String {
+        String(
+            decoding: try await bytes(topic, within: limit) { condition(String(decoding: $0, as: UTF8.self)) },
+            as: UTF8.self)
     }
 
     nonisolated func json(_ topic: String) async throws -> [String: Any]? {

@@ -10,7 +10,9 @@ import Testing
     static let rawSource = IoSource(objectId: "s2", name: "Camera", valueType: "Image", useRawIoValues: true)
     static let actor = IoActor(objectId: "a1", name: "Display", valueType: "Temperature")
 
-    static func agent(_ id: String, _ name: String, namespace: String = "-", sources: [IoSource] = [], actors: [IoActor] = [])
+    static func agent(
+        _ id: String, _ name: String, namespace: String = "-", sources: [IoSource] = [], actors: [IoActor] = []
+    )
         -> AgentInfo
     {
         AgentInfo(
@@ -21,7 +23,8 @@ import Testing
 
     @Test func watchesTheDefaultRouteOfEverySourceFromItsAgentsNamespace() {
         var model = ObserveModel(ownAgentId: "me")
-        let changes = model.apply(.joined(Self.agent("ag1", "Sensors", namespace: "home", sources: [Self.source])), at: 1000)
+        let changes = model.apply(
+            .joined(Self.agent("ag1", "Sensors", namespace: "home", sources: [Self.source])), at: 1000)
         #expect(changes.newRoutes == ["coaty/3/home/IOV/s1"])
         #expect(changes.newContexts == ["Ctx"])
         guard case .agentJoined(let joined) = changes.events.first else {
@@ -50,17 +53,24 @@ import Testing
         var model = ObserveModel(ownAgentId: "me")
         _ = model.apply(.joined(Self.agent("ag1", "Sensors", sources: [Self.source])), at: 0)
         _ = model.apply(.joined(Self.agent("ag2", "Displays", actors: [Self.actor])), at: 0)
-        let associate = AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: "plant/boiler", updateRate: 500)
+        let associate = AssociateEvent(
+            ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: "plant/boiler", updateRate: 500)
         let changes = model.apply(associate, routerId: "router", at: 10)
         #expect(changes.newRoutes == ["plant/boiler"])
-        #expect(changes.events == [.associated(.init(
-            time: 10, context: "Ctx", routerId: "router", sourceId: "s1", sourceName: "Boiler", actorId: "a1", actorName: "Display",
-            route: "plant/boiler", updateRate: 500, rule: nil))])
+        #expect(
+            changes.events == [
+                .associated(
+                    .init(
+                        time: 10, context: "Ctx", routerId: "router", sourceId: "s1", sourceName: "Boiler",
+                        actorId: "a1", actorName: "Display",
+                        route: "plant/boiler", updateRate: 500, rule: nil))
+            ])
         // The same association again changes nothing.
         #expect(model.apply(associate, routerId: "router", at: 20).events.isEmpty)
         #expect(model.rows(at: 20).first?.actors == ["Display"])
 
-        let disassociate = AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil)
+        let disassociate = AssociateEvent(
+            ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil)
         let dropped = model.apply(disassociate, routerId: "router", at: 30)
         guard case .disassociated(let change) = dropped.events.first else {
             Issue.record("no disassociation: \(dropped.events)")
@@ -76,23 +86,31 @@ import Testing
         var model = ObserveModel(ownAgentId: "me")
         _ = model.apply(.joined(Self.agent("ag1", "Sensors", sources: [Self.source])), at: 0)
         _ = model.apply(.joined(Self.agent("ag2", "Displays", actors: [Self.actor])), at: 0)
-        let disassociate = AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil)
-        #expect(model.apply(disassociate, routerId: "js-router", at: 40).events == [.disassociated(.init(
-            time: 40, context: "Ctx", routerId: "js-router", sourceId: "s1", sourceName: "Boiler", actorId: "a1",
-            actorName: "Display", route: nil, updateRate: nil, rule: nil))])
+        let disassociate = AssociateEvent(
+            ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil)
+        #expect(
+            model.apply(disassociate, routerId: "js-router", at: 40).events == [
+                .disassociated(
+                    .init(
+                        time: 40, context: "Ctx", routerId: "js-router", sourceId: "s1", sourceName: "Boiler",
+                        actorId: "a1",
+                        actorName: "Display", route: nil, updateRate: nil, rule: nil))
+            ])
         #expect(model.rows(at: 40).first?.actors == [])
     }
 
     @Test func routerAnswersGiveAssociationsWithTheirRules() throws {
         var model = ObserveModel(ownAgentId: "me")
-        let result = try JSONValue(parsing: #"""
-            {"context": {"name": "Ctx", "objectId": "c1", "coreType": "IoContext", "objectType": "coaty.IoContext", "contextVersion": 4},
-             "router": "Router", "associations": [{"sourceId": "s1", "sourceName": "Boiler", "actorId": "a1", "actorName": "Display",
-             "route": "coaty/3/-/IOV/s1", "rule": "temperature-normal", "updateRate": 1000}]}
-            """#)
+        let result = try JSONValue(
+            parsing: #"""
+                {"context": {"name": "Ctx", "objectId": "c1", "coreType": "IoContext", "objectType": "coaty.IoContext", "contextVersion": 4},
+                 "router": "Router", "associations": [{"sourceId": "s1", "sourceName": "Boiler", "actorId": "a1", "actorName": "Display",
+                 "route": "coaty/3/-/IOV/s1", "rule": "temperature-normal", "updateRate": 1000}]}
+                """#)
         let changes = model.applyRouterAssociations(result, routerId: "r1", at: 5)
         #expect(changes.events.map(\.kind) == ["context", "associated"])
-        guard case .context(let context) = changes.events.first, case .associated(let association) = changes.events.last else { return }
+        guard case .context(let context) = changes.events.first, case .associated(let association) = changes.events.last
+        else { return }
         #expect(context.version == 4 && context.name == "Ctx")
         #expect(association.rule == "temperature-normal" && association.updateRate == 1000)
         #expect(changes.newRoutes == ["coaty/3/-/IOV/s1"])
@@ -145,7 +163,8 @@ import Testing
 
     @Test func deviceStatusIsReportedWhenItChanges() {
         var model = ObserveModel(ownAgentId: "me")
-        var status = CoatyObject(coreType: .coatyObject, objectType: "coaty-edge.DeviceStatus", objectId: "d1", name: "devices")
+        var status = CoatyObject(
+            coreType: .coatyObject, objectType: "coaty-edge.DeviceStatus", objectId: "d1", name: "devices")
         status.parentObjectId = "ag1"
         status["devices"] = [["label": "TMP102", "state": "ok"]]
         #expect(model.apply(deviceStatus: status, from: "ag1", at: 1) != nil)
@@ -175,9 +194,10 @@ import Testing
         _ = model.apply(.joined(Self.agent("ag1", "Sensors", sources: [Self.source])), at: 0)
         _ = model.applyValue(Array("20".utf8), on: "coaty/3/-/IOV/s1", at: 0)
         let event = model.applyValue(Array("21".utf8), on: "coaty/3/-/IOV/s1", at: 2000)
-        #expect(event?.json.serialized() == #"""
-            {"event":"value","time":2000,"route":"coaty/3/-/IOV/s1","sourceId":"s1","sourceName":"Boiler","valueType":"Temperature","agentId":"ag1","agentName":"Sensors","context":"Ctx","value":21,"rate":0.5}
-            """#)
+        #expect(
+            event?.json.serialized() == #"""
+                {"event":"value","time":2000,"route":"coaty/3/-/IOV/s1","sourceId":"s1","sourceName":"Boiler","valueType":"Temperature","agentId":"ag1","agentName":"Sensors","context":"Ctx","value":21,"rate":0.5}
+                """#)
     }
 
     /// The dashboard starts a page from the model's replay: the events that tell what is known now, and nothing
@@ -188,27 +208,44 @@ import Testing
         _ = model.apply(.joined(sensors), at: 0)
         _ = model.apply(.joined(Self.agent("ag2", "Displays", actors: [Self.actor])), at: 0)
         _ = model.apply(.joined(Self.agent("ag3", "Gone soon", sources: [Self.rawSource])), at: 0)
-        _ = model.apply(AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: "r/s1", updateRate: 500),
-                        routerId: "router", at: 5, rule: "always")
+        _ = model.apply(
+            AssociateEvent(
+                ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: "r/s1", updateRate: 500),
+            routerId: "router", at: 5, rule: "always")
         _ = model.applyValue(Array("21.5".utf8), on: "r/s1", at: 7)
-        let context: JSONObject = ["name": "Ctx", "objectId": "c1", "coreType": "IoContext", "operatingState": "normal", "contextVersion": 2]
+        let context: JSONObject = [
+            "name": "Ctx", "objectId": "c1", "coreType": "IoContext", "operatingState": "normal", "contextVersion": 2,
+        ]
         _ = model.apply(context: context, at: 8)
         _ = model.apply(.left(Self.agent("ag3", "Gone soon", sources: [Self.rawSource])), at: 9)
 
         let replay = model.replay(at: 10)
         #expect(replay.map(\.kind) == ["agentJoined", "agentJoined", "context", "associated", "value"])
-        #expect(replay.first == .agentJoined(.init(
-            time: 10, agentId: "ag2", name: "Displays", namespace: "-", sources: [],
-            actors: [.init(id: "a1", name: "Display", valueType: "Temperature", agentId: "ag2", agentName: "Displays", context: "Ctx")])))
+        #expect(
+            replay.first
+                == .agentJoined(
+                    .init(
+                        time: 10, agentId: "ag2", name: "Displays", namespace: "-", sources: [],
+                        actors: [
+                            .init(
+                                id: "a1", name: "Display", valueType: "Temperature", agentId: "ag2",
+                                agentName: "Displays", context: "Ctx")
+                        ])))
         #expect(replay[2] == .context(.init(time: 10, name: "Ctx", objectId: "c1", version: 2, object: context)))
-        #expect(replay[3] == .associated(.init(
-            time: 10, context: "Ctx", routerId: "router", sourceId: "s1", sourceName: "Boiler", actorId: "a1", actorName: "Display",
-            route: "r/s1", updateRate: 500, rule: "always")))
+        #expect(
+            replay[3]
+                == .associated(
+                    .init(
+                        time: 10, context: "Ctx", routerId: "router", sourceId: "s1", sourceName: "Boiler",
+                        actorId: "a1", actorName: "Display",
+                        route: "r/s1", updateRate: 500, rule: "always")))
         guard case .value(let value) = replay[4] else { throw Failure("no value: \(replay)") }
         #expect(value.time == 7 && value.route == "r/s1" && value.sourceId == "s1" && value.value == .json(21.5))
 
-        _ = model.apply(AssociateEvent(ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil),
-                        routerId: "router", at: 11)
+        _ = model.apply(
+            AssociateEvent(
+                ioContextName: "Ctx", ioSourceId: "s1", ioActorId: "a1", associatingRoute: nil, updateRate: nil),
+            routerId: "router", at: 11)
         #expect(!model.replay(at: 12).contains { $0.kind == "associated" })
     }
 

@@ -7,14 +7,18 @@ import Testing
 @Suite struct LiveTableTests {
     static let rows = [
         ObserveModel.Row(
-            sourceId: "s1", source: "Boiler temperature (TMP102, every value)", agent: "Temperature sensors", context: "Ctx",
+            sourceId: "s1", source: "Boiler temperature (TMP102, every value)", agent: "Temperature sensors",
+            context: "Ctx",
             value: "21.5", rate: 2, age: 350, actors: ["Display", "Alarm panel"]),
-        ObserveModel.Row(sourceId: "s2", source: "Door", agent: "Pi", context: "Ctx", value: "", rate: nil, age: nil, actors: []),
+        ObserveModel.Row(
+            sourceId: "s2", source: "Door", agent: "Pi", context: "Ctx", value: "", rate: nil, age: nil, actors: []),
     ]
 
     @Test func drawsRowsCutToTheWidthAndTheLatestEvents() {
-        let screen = LiveTable(title: "coaty-edge observe", rows: Self.rows, recentEvents: ["12:00:00.000 agent joined Pi"])
-            .render(width: 80, height: 20)
+        let screen = LiveTable(
+            title: "coaty-edge observe", rows: Self.rows, recentEvents: ["12:00:00.000 agent joined Pi"]
+        )
+        .render(width: 80, height: 20)
         #expect(screen.hasPrefix("\u{1B}[H"))
         #expect(screen.hasSuffix("\u{1B}[J"))
         let lines = screen.dropFirst(3).dropLast(3).components(separatedBy: "\u{1B}[K\r\n")
@@ -28,7 +32,10 @@ import Testing
     }
 
     @Test func saysHowManyRowsDidNotFit() {
-        let rows = (1...30).map { ObserveModel.Row(sourceId: "\($0)", source: "S\($0)", agent: "A", context: "C", value: "1", rate: 1, age: 0, actors: []) }
+        let rows = (1...30).map {
+            ObserveModel.Row(
+                sourceId: "\($0)", source: "S\($0)", agent: "A", context: "C", value: "1", rate: 1, age: 0, actors: [])
+        }
         let screen = LiveTable(title: "t", rows: rows, recentEvents: []).render(width: 60, height: 12)
         #expect(screen.contains("… and 22 more sources"))
         #expect(screen.components(separatedBy: "\r\n").count == 12)
@@ -59,9 +66,12 @@ import Testing
 
     @Test func plainLinesHaveTimeAndLevelAndOneLinePerEvent() {
         let line = LineLogHandler.line(
-            level: .error, label: "coaty-edge", message: "rules do not load:\nr.json: $.rules: bad", metadata: ["file": "r.json"],
+            level: .error, label: "coaty-edge", message: "rules do not load:\nr.json: $.rules: bad",
+            metadata: ["file": "r.json"],
             format: .plain, time: (1_700_000_000, 42))
-        #expect(line == "2023-11-14T22:13:20.042Z error coaty-edge: rules do not load: | r.json: $.rules: bad file=r.json\n")
+        #expect(
+            line == "2023-11-14T22:13:20.042Z error coaty-edge: rules do not load: | r.json: $.rules: bad file=r.json\n"
+        )
     }
 
     @Test func theJournalIsUsedOnlyWhenStandardErrorIsItsStream() {

@@ -36,7 +36,8 @@ import Testing
         (0..<nodes).map { index in
             let state = index % 2 == 0 ? "normal" : "emergency"
             let valueType = "flood.\(index % 100)"
-            return #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"node-\#(index)","name":"\#(context)","#
+            return
+                #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"node-\#(index)","name":"\#(context)","#
                 + #""parentObjectId":"agent-\#(index)","ioSources":[{"coreType":"IoSource","objectType":"coaty.IoSource","#
                 + #""objectId":"source-\#(index)","name":"source \#(index)","valueType":"\#(valueType)"}],"#
                 + #""ioActors":[{"coreType":"IoActor","objectType":"coaty.IoActor","objectId":"actor-\#(index)","#
@@ -54,7 +55,8 @@ import Testing
     /// count of its associations (by default it lists at most a page of them).
     static func rulesShow(broker: Int) async throws -> (status: Int32, associations: Int) {
         let result = try await Executable.run(
-            ["rules", "show", "--broker", "mqtt://127.0.0.1:\(broker)", "--timeout", "1", "--json"], timeout: .seconds(60))
+            ["rules", "show", "--broker", "mqtt://127.0.0.1:\(broker)", "--timeout", "1", "--json"],
+            timeout: .seconds(60))
         let answer = jsonLines(result.output).first
         return (result.status, answer?["matched"] as? Int ?? -1)
     }
@@ -63,8 +65,12 @@ import Testing
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let rules = try scratch.write("rules.json", Self.rules)
-        let router = try await Executable.start(["run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules))])
-        try await waitUntil("the router answers", within: .seconds(60)) { try await Self.rulesShow(broker: broker.port).status == 0 }
+        let router = try await Executable.start([
+            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules)),
+        ])
+        try await waitUntil("the router answers", within: .seconds(60)) {
+            try await Self.rulesShow(broker: broker.port).status == 0
+        }
 
         // The flood. The router's connection delivers the Call of `rules show` after the advertisements before it,
         // so the first answer waits for their decoding (a debug build on a loaded machine takes seconds for that);
@@ -72,7 +78,9 @@ import Testing
         let first = try scratch.write("flood-1.txt", Self.advertisements(generation: 1))
         let flood = try await Self.flood(broker: broker.port, file: first)
         _ = try await flood.finished(within: .seconds(60))
-        try await waitUntil("an answer after the flood", within: .seconds(90)) { try await Self.rulesShow(broker: broker.port).status == 0 }
+        try await waitUntil("an answer after the flood", within: .seconds(90)) {
+            try await Self.rulesShow(broker: broker.port).status == 0
+        }
         var answers: [Int] = []
         for _ in 0..<3 {
             let (status, associations) = try await Self.rulesShow(broker: broker.port)
@@ -82,7 +90,8 @@ import Testing
 
         // It takes 4096 nodes and refuses the rest with a count and a log line; it associates the sources of the
         // watched nodes with the actors of their value type responsible for "normal".
-        try await router.line(containing: "IO router \(Self.context) is full: refused IO node", onErrors: true, within: .seconds(60))
+        try await router.line(
+            containing: "IO router \(Self.context) is full: refused IO node", onErrors: true, within: .seconds(60))
         let watchedSources = (0..<4096).filter { $0 % Self.watchedEvery == 0 }
         let expected = watchedSources.reduce(0) { count, index in
             count + (0..<4096).filter { $0 % 100 == index % 100 && $0 % 2 == 0 }.count

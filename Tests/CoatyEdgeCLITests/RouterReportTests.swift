@@ -11,7 +11,8 @@ import Testing
     static func association(_ index: Int, name: String? = nil, rule: String = "all") -> IoAssociation {
         IoAssociation(
             sourceId: "source-\(index)", sourceName: name ?? "source \(index)", actorId: "actor-\(index % 7)",
-            actorName: "actor \(index % 7)", valueType: "t.\(index % 3)", sourceAgentId: "agent-\(index)", actorAgentId: "display",
+            actorName: "actor \(index % 7)", valueType: "t.\(index % 3)", sourceAgentId: "agent-\(index)",
+            actorAgentId: "display",
             route: "coaty/3/-/IOV/source-\(index)", updateRate: nil, rule: rule)
     }
 
@@ -36,7 +37,9 @@ import Testing
             (#"{"limit": -1}"#, "$.limit"), (#"{"offset": 1.5}"#, "$.offset"), (#"{"agents": "agent-1"}"#, "$.agents"),
             (#"{"rule": ""}"#, "$.rule"), (#"{"pages": 3}"#, "$.pages"), (#"[1]"#, "$"),
         ] {
-            let error = #expect(throws: JSONShapeError.self) { try IoAssociationQuery(parameters: JSONValue(parsing: Array(parameters.utf8))) }
+            let error = #expect(throws: JSONShapeError.self) {
+                try IoAssociationQuery(parameters: JSONValue(parsing: Array(parameters.utf8)))
+            }
             #expect(error?.path.description == path, "\(parameters): \(String(describing: error))")
         }
     }
@@ -48,7 +51,8 @@ import Testing
         var listed: [String] = []
         var pages = 0
         while true {
-            let answer = IoAssociationReport.answer(query, associations: associations, context: Self.context, router: "R", revision: 4)
+            let answer = IoAssociationReport.answer(
+                query, associations: associations, context: Self.context, router: "R", revision: 4)
             #expect(answer.serializedBytes().count <= IoAssociationReport.maximumAnswerBytes)
             let page = answer["associations"]?.arrayValue ?? []
             #expect(!page.isEmpty)
@@ -63,7 +67,8 @@ import Testing
 
         // A single association larger than the limit still makes a page, so that paging gets on.
         let huge = [Self.association(0, name: String(repeating: "y", count: 100_000)), Self.association(1)]
-        let first = IoAssociationReport.answer(IoAssociationQuery(), associations: huge, context: Self.context, router: "R", revision: 1)
+        let first = IoAssociationReport.answer(
+            IoAssociationQuery(), associations: huge, context: Self.context, router: "R", revision: 1)
         #expect(first["associations"]?.arrayValue?.count == 1)
         #expect(first["nextOffset"]?.intValue == 1)
     }
@@ -74,16 +79,24 @@ import Testing
         query.rule = NamePattern("ev*")
         query.actor = NamePattern("actor 3")
         query.includesSummary = true
-        let answer = IoAssociationReport.answer(query, associations: associations, context: Self.context, router: "R", revision: 2)
+        let answer = IoAssociationReport.answer(
+            query, associations: associations, context: Self.context, router: "R", revision: 2)
         // Even sources with actor 3: 10, 24.
-        #expect(answer["associations"]?.arrayValue?.compactMap { $0["sourceId"]?.stringValue } == ["source-10", "source-24"])
+        #expect(
+            answer["associations"]?.arrayValue?.compactMap { $0["sourceId"]?.stringValue } == [
+                "source-10", "source-24",
+            ])
         #expect(answer["total"]?.intValue == 30)
         #expect(answer["matched"]?.intValue == 2)
-        #expect(answer["summary"]?["rules"] == .array([.object(["rule": .string("even"), "associations": .number(2)])]))
+        #expect(
+            answer["summary"]?["rules"] == .array([.object(["rule": .string("even"), "associations": .number(2)])]))
         #expect(answer["summary"]?["agents"]?.intValue == 3)
         query = IoAssociationQuery()
         query.agentIds = ["agent-5"]
-        #expect(IoAssociationReport.answer(query, associations: associations, context: Self.context, router: "R", revision: 2)["matched"]?.intValue == 1)
+        #expect(
+            IoAssociationReport.answer(
+                query, associations: associations, context: Self.context, router: "R", revision: 2)["matched"]?.intValue
+                == 1)
     }
 
     /// A router of an older version lists all its associations (without value types and agents), whatever is asked:
@@ -91,13 +104,16 @@ import Testing
     @Test func anOlderRoutersAnswerIsFilteredAndPagedHere() throws {
         let entries: [JSONValue] = (0..<150).map { index in
             .object([
-                "sourceId": .string("source-\(index)"), "sourceName": .string("source \(index)"), "actorId": .string("actor-1"),
-                "actorName": .string("display"), "route": .string("coaty/3/-/IOV/source-\(index)"), "rule": .string("all"),
+                "sourceId": .string("source-\(index)"), "sourceName": .string("source \(index)"),
+                "actorId": .string("actor-1"),
+                "actorName": .string("display"), "route": .string("coaty/3/-/IOV/source-\(index)"),
+                "rule": .string("all"),
             ])
         }
         let old = RouterReport.Answer(
             routerAgentId: "router-1",
-            result: .object(["context": Self.context, "router": .string("Old router"), "associations": .array(entries)]))
+            result: .object(["context": Self.context, "router": .string("Old router"), "associations": .array(entries)])
+        )
         var query = IoAssociationQuery()
         query.limit = 100
         query.includesSummary = true
@@ -106,24 +122,33 @@ import Testing
         #expect(summarised.nextOffset == 100)
         #expect(summarised.result["revision"] == nil)
         let text = RouterReport.text([summarised])
-        #expect(text.hasPrefix("router Old router (router-1): context Hall, version 0\n  150 associations: 150 sources, 1 actor\n"), "\(text)")
+        #expect(
+            text.hasPrefix(
+                "router Old router (router-1): context Hall, version 0\n  150 associations: 150 sources, 1 actor\n"),
+            "\(text)")
         #expect(text.contains("\n  100 a page: --page 1 to 2, or --all;"))
 
         query.source = NamePattern("source 1?")
         let filtered = try #require(RouterReport.normalized(old, query: query))
-        #expect(RouterReport.text([filtered]).components(separatedBy: "\n").dropFirst().first == "  10 associations of 150 match")
+        #expect(
+            RouterReport.text([filtered]).components(separatedBy: "\n").dropFirst().first
+                == "  10 associations of 150 match")
         query.context = "Kitchen"
         #expect(RouterReport.normalized(old, query: query) == nil)
 
         let few = RouterReport.Answer(
             routerAgentId: "router-1",
-            result: .object(["context": Self.context, "router": .string("Old router"), "associations": .array(Array(entries.prefix(2)))]))
+            result: .object([
+                "context": Self.context, "router": .string("Old router"),
+                "associations": .array(Array(entries.prefix(2))),
+            ]))
         let listed = try #require(RouterReport.normalized(few, query: IoAssociationQuery()))
-        #expect(RouterReport.text([listed]) == """
-            router Old router (router-1): context Hall, version 0
-              source 0 → display  rule all
-              source 1 → display  rule all
+        #expect(
+            RouterReport.text([listed]) == """
+                router Old router (router-1): context Hall, version 0
+                  source 0 → display  rule all
+                  source 1 → display  rule all
 
-            """)
+                """)
     }
 }

@@ -62,16 +62,20 @@ import Testing
     }
 
     /// Every pair as "sourceId>actorId".
-    static let expectedPairs: Set<String> = Set((0..<sourceNodes).flatMap { node in
-        (0..<sourcesPerNode).map { source in "source-\(node)-\(source)>actor-\((node * sourcesPerNode + source) % valueTypes)" }
-    })
+    static let expectedPairs: Set<String> = Set(
+        (0..<sourceNodes).flatMap { node in
+            (0..<sourcesPerNode).map { source in
+                "source-\(node)-\(source)>actor-\((node * sourcesPerNode + source) % valueTypes)"
+            }
+        })
 
     static func pairs(_ associations: [[String: Any]]) -> [String] {
         associations.map { "\($0["sourceId"] as? String ?? "?")>\($0["actorId"] as? String ?? "?")" }
     }
 
     static func show(_ arguments: [String], broker: Int) async throws -> CommandResult {
-        try await Executable.run(["rules", "show", "--broker", "mqtt://127.0.0.1:\(broker)", "--timeout", "2"] + arguments)
+        try await Executable.run(
+            ["rules", "show", "--broker", "mqtt://127.0.0.1:\(broker)", "--timeout", "2"] + arguments)
     }
 
     /// The one router's answer of `rules show --json ARGUMENTS`.
@@ -112,22 +116,30 @@ import Testing
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let rules = try scratch.write("rules.json", Self.rules)
-        let router = try await Executable.start(["run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules))])
+        let router = try await Executable.start([
+            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules)),
+        ])
         let display = try await Executable.start([
             "run", "--config",
-            try scratch.write("display.json", """
+            try scratch.write(
+                "display.json",
+                """
                 {"common": {"agentIdentity": {"name": "hall-display"},
                   "ioContextNodes": {"\(Self.context)": {"ioActors": [{"objectId": "small-actor", "name": "Small display", "valueType": "small.T"}]}}},
                  "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"}}
                 """),
         ])
-        let small = #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"small-node","name":"\#(Self.context)","#
+        let small =
+            #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"small-node","name":"\#(Self.context)","#
             + #""parentObjectId":"small-agent","ioSources":[{"coreType":"IoSource","objectType":"coaty.IoSource","#
             + #""objectId":"small-a","name":"Boiler","valueType":"small.T","updateRate":500},{"coreType":"IoSource","#
             + #""objectType":"coaty.IoSource","objectId":"small-b","name":"Oven","valueType":"small.T"}],"ioActors":[]}}"#
         let smallFile = try scratch.write("small.txt", small + "\n")
         try await waitUntil("the router associates the small node", within: .seconds(60)) {
-            _ = try await Command("sh", "-c", "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/small < \(smallFile)").run()
+            _ = try await Command(
+                "sh", "-c",
+                "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/small < \(smallFile)"
+            ).run()
             return try await Self.matched([], broker: broker.port) == 2
         }
 
@@ -148,10 +160,15 @@ import Testing
         // Parameters the router does not understand: Coaty's "Invalid params", with the reason.
         let refused = try await Self.call(.object(["limit": .number(-1)]), broker: broker.port)
         #expect(refused?.outcome == ReturnEvent.invalidParameters)
-        #expect(refused?.executionInfo?["reason"]?.stringValue?.contains("$.limit") == true, "\(String(describing: refused))")
+        #expect(
+            refused?.executionInfo?["reason"]?.stringValue?.contains("$.limit") == true,
+            "\(String(describing: refused))")
         // By agent name: the display agent answers the census.
         let byAgent = try await Self.answer(["--agent", "hall-*"], broker: broker.port)
-        #expect((byAgent["associations"] as? [[String: Any]]).map(Self.pairs) == ["small-a>small-actor", "small-b>small-actor"])
+        #expect(
+            (byAgent["associations"] as? [[String: Any]]).map(Self.pairs) == [
+                "small-a>small-actor", "small-b>small-actor",
+            ])
         let byOtherAgent = try await Self.answer(["--agent", "kitchen-*"], broker: broker.port)
         #expect(byOtherAgent["matched"] as? Int == 0)
         #expect(byOtherAgent["total"] as? Int == 2)
@@ -159,8 +176,10 @@ import Testing
 
         // 10,000 associations.
         let flood = try scratch.write("nodes.txt", Self.advertisements())
-        let published = try await Command("sh", "-c", "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/bench < \(flood)")
-            .run(timeout: .seconds(120))
+        let published = try await Command(
+            "sh", "-c", "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/bench < \(flood)"
+        )
+        .run(timeout: .seconds(120))
         #expect(published.status == 0, "\(published.errors)")
         try await waitUntil("10,000 associations", within: .seconds(300)) {
             try await Self.matched(["--summary"], broker: broker.port) == 10_000
@@ -174,7 +193,10 @@ import Testing
         #expect(text.contains("\n  by rule:\n    even-nodes   5000\n    other-nodes  5000\n"), "\(text)")
         #expect(text.contains("\n  by value type:\n    scale.0   100\n    scale.1   100\n"), "\(text)")
         #expect(text.contains("\n    and 90 more value types with 9000\n"), "\(text)")
-        #expect(text.contains("\n  100 a page: --page 1 to 100, or --all; --rule, --source, --actor and --agent narrow them\n"), "\(text)")
+        #expect(
+            text.contains(
+                "\n  100 a page: --page 1 to 100, or --all; --rule, --source, --actor and --agent narrow them\n"),
+            "\(text)")
         #expect(summary.outputLines.count < 30)
         let first = try await Self.show(["--json"], broker: broker.port)
         #expect(first.output.utf8.count < IoAssociationReport.maximumAnswerBytes)
@@ -219,9 +241,13 @@ import Testing
         #expect(byActor["matched"] as? Int == 1000)
         #expect(((byActor["summary"] as? [String: Any])?["valueTypes"] as? [Any])?.count == 10)
         let byActorId = try await Self.answer(["--actor", "actor-42", "--all"], broker: broker.port)
-        #expect(Set(Self.pairs(byActorId["associations"] as? [[String: Any]] ?? [])) == Self.expectedPairs.filter { $0.hasSuffix(">actor-42") })
+        #expect(
+            Set(Self.pairs(byActorId["associations"] as? [[String: Any]] ?? []))
+                == Self.expectedPairs.filter { $0.hasSuffix(">actor-42") })
         let bySourceAgent = try await Self.answer(["--agent", "agent-3"], broker: broker.port)
-        #expect(Self.pairs(bySourceAgent["associations"] as? [[String: Any]] ?? []) == (0..<10).map { "source-3-\($0)>actor-\(30 + $0)" })
+        #expect(
+            Self.pairs(bySourceAgent["associations"] as? [[String: Any]] ?? [])
+                == (0..<10).map { "source-3-\($0)>actor-\(30 + $0)" })
         let together = try await Self.answer(["--agent", "display-5", "--rule", "even-nodes"], broker: broker.port)
         #expect(together["matched"] as? Int == 100)
         let none = try await Self.answer(["--agent", "display-5", "--rule", "other-nodes"], broker: broker.port)

@@ -6,7 +6,8 @@ import Testing
 @Suite struct SystemdNotifierTests {
     @Test(arguments: ["path", "abstract"])
     func sendsDatagramsToTheNotifySocket(kind: String) async throws {
-        let name = kind == "path"
+        let name =
+            kind == "path"
             ? FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString)").path
             : "@coaty-edge-test-\(UUID().uuidString)"
         let socket = try NotifySocket(name: name)
@@ -40,7 +41,8 @@ import Testing
     @Test(arguments: ["127.0.0.1", "::1"])
     func servesTheMetricsOnGET(host: String) async throws {
         try await Self.withServer(host: host) { server in
-            let response = try await httpExchange(port: server.port, host: host, request: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try await httpExchange(
+                port: server.port, host: host, request: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(response.hasPrefix("HTTP/1.1 200 OK\r\n"))
             #expect(response.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"))
             #expect(response.contains("Content-Length: 33\r\n"))
@@ -52,8 +54,11 @@ import Testing
         try await Self.withServer { server in
             let notFound = try await httpExchange(port: server.port, request: "GET / HTTP/1.1\r\n\r\n")
             #expect(notFound.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
-            let wrongMethod = try await httpExchange(port: server.port, request: "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
-            #expect(wrongMethod.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n") && wrongMethod.contains("Allow: GET, HEAD\r\n"))
+            let wrongMethod = try await httpExchange(
+                port: server.port, request: "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+            #expect(
+                wrongMethod.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n")
+                    && wrongMethod.contains("Allow: GET, HEAD\r\n"))
             let head = try await httpExchange(port: server.port, request: "HEAD /metrics HTTP/1.0\r\n\r\n")
             #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.hasSuffix("\r\n\r\n"))
             let garbage = try await httpExchange(port: server.port, request: "hello\r\n\r\n")

@@ -18,7 +18,10 @@ import Testing
             (["shared", "delete", "setpoints", "fanOn", "--object"], "give either a KEY or --object, not both"),
             (["shared", "get", "set/points"], "\"set/points\" is not a valid shared object name"),
             (["shared", "set", "setpoints", "", "1"], "the key is empty"),
-            (["shared", "set", "setpoints", "fanOn", "1", "--expected-version=-1"], "--expected-version must not be negative"),
+            (
+                ["shared", "set", "setpoints", "fanOn", "1", "--expected-version=-1"],
+                "--expected-version must not be negative"
+            ),
         ]
         for (arguments, message) in cases {
             let result = try await Executable.run(arguments + url)
@@ -52,7 +55,9 @@ import Testing
 
         let watch = try await Executable.start(["shared", "watch", "setpoints", "--json", "--wait"] + url)
         try await waitForJSONLines(watch) { $0["event"] as? String == "waiting" }
-        let host = try await Executable.start(["run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port))])
+        let host = try await Executable.start([
+            "run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port)),
+        ])
         var lines = try await waitForJSONLines(watch) { $0["event"] as? String == "snapshot" }
         let snapshot = try #require(lines.first { $0["event"] as? String == "snapshot" })
         #expect(snapshot["version"] as? Int == 0)
@@ -63,15 +68,16 @@ import Testing
 
         let get = try await Executable.run(["shared", "get", "setpoints"] + url)
         #expect(get.status == 0, "\(get.errors)")
-        #expect(get.output == """
-            setpoints  version 0  (objectId \(objectId), host \(Agents.sharedHostId))
-            {
-              "fanOn": 60,
-              "fanOff": 55,
-              "mode": "auto"
-            }
+        #expect(
+            get.output == """
+                setpoints  version 0  (objectId \(objectId), host \(Agents.sharedHostId))
+                {
+                  "fanOn": 60,
+                  "fanOff": 55,
+                  "mode": "auto"
+                }
 
-            """)
+                """)
         let getKey = try await Executable.run(["shared", "get", "setpoints", "fanOn"] + url)
         #expect(getKey.outputLines.last == "fanOn = 60")
 
@@ -79,13 +85,15 @@ import Testing
         #expect(set.status == 0, "\(set.errors)")
         #expect(set.output == "setpoints: fanOn = 62 (version 1)\n")
 
-        let stale = try await Executable.run(["shared", "set", "setpoints", "fanOn", "65", "--expected-version", "0"] + url)
+        let stale = try await Executable.run(
+            ["shared", "set", "setpoints", "fanOn", "65", "--expected-version", "0"] + url)
         #expect(stale.status == 1)
         #expect(stale.output.isEmpty)
         #expect(stale.errors == "coaty-edge: stale version 0 of shared object setpoints; the current version is 1\n")
 
         // A bare word is a string, as with `context set`; with the right expected version the change is accepted.
-        let word = try await Executable.run(["shared", "set", "setpoints", "mode", "eco", "--expected-version", "1"] + url)
+        let word = try await Executable.run(
+            ["shared", "set", "setpoints", "mode", "eco", "--expected-version", "1"] + url)
         #expect(word.output == "setpoints: mode = \"eco\" (version 2)\n")
 
         let deleteKey = try await Executable.run(["shared", "delete", "setpoints", "fanOff"] + url)
@@ -95,7 +103,8 @@ import Testing
         #expect(deleteMissing.status == 1)
         #expect(deleteMissing.errors == "coaty-edge: shared object setpoints has no key fanOff\n")
 
-        let send = try await Executable.run(["shared", "send", "setpoints", #"{"text": "door open", "level": 2}"#] + url)
+        let send = try await Executable.run(
+            ["shared", "send", "setpoints", #"{"text": "door open", "level": 2}"#] + url)
         #expect(send.status == 0, "\(send.errors)")
         #expect(send.output == "setpoints: message delivered\n")
 
@@ -155,13 +164,18 @@ import Testing
         let broker = try await TestBroker.started()
         let scratch = try Scratch()
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
-        let host = try await Executable.start(["run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port))])
+        let host = try await Executable.start([
+            "run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port)),
+        ])
         try await waitUntil("the host to serve setpoints") {
             try await Executable.run(["shared", "get", "setpoints", "--timeout", "0.5"] + url).status == 0
         }
         let watch = try await Executable.start(["shared", "watch", "setpoints"] + url)
         let snapshot = try await watch.line(containing: " snapshot ")
-        #expect(snapshot.hasSuffix(#" snapshot setpoints version 0 (host \#(Agents.sharedHostId)): {"fanOn":60,"fanOff":55,"mode":"auto"}"#))
+        #expect(
+            snapshot.hasSuffix(
+                #" snapshot setpoints version 0 (host \#(Agents.sharedHostId)): {"fanOn":60,"fanOff":55,"mode":"auto"}"#
+            ))
         #expect(snapshot.range(of: #"^\d\d:\d\d:\d\d\.\d\d\d "#, options: .regularExpression) != nil)
 
         #expect(try await Executable.run(["shared", "set", "setpoints", "fanOn", "61"] + url).status == 0)
@@ -198,16 +212,23 @@ import Testing
         // As a change, or, when the watcher saw the host unavailable meanwhile (seen on a loaded machine: a will from a
         // first connection of the host that the broker replaced), as the snapshot it takes when it binds again.
         try await waitForJSONLines(watch) {
-            $0["event"] as? String == "changed" || ($0["event"] as? String == "snapshot" && ($0["version"] as? Int ?? 0) >= 1)
+            $0["event"] as? String == "changed"
+                || ($0["event"] as? String == "snapshot" && ($0["version"] as? Int ?? 0) >= 1)
         }
 
         let unavailableBeforeKill = jsonLines(watch.output.text).count { $0["event"] as? String == "unavailable" }
         let killed = try await host.stop(with: SIGKILL)
         #expect(killed.status == 128 + SIGKILL)
-        let beforeRestart = try await waitForJSONLines(watch, count: unavailableBeforeKill + 1) { $0["event"] as? String == "unavailable" }
+        let beforeRestart = try await waitForJSONLines(watch, count: unavailableBeforeKill + 1) {
+            $0["event"] as? String == "unavailable"
+        }
         // Everything up to the kill's unavailable; what follows is the watcher learning of the agent that is back.
-        let seenBeforeRestart = (beforeRestart.filter { $0["event"] as? String != "waiting" }.lastIndex { $0["event"] as? String == "unavailable" } ?? 0) + 1
-        let meanwhile = try await Executable.run(["shared", "set", "setpoints", "fanOn", "71", "--timeout", "0.5"] + url)
+        let seenBeforeRestart =
+            (beforeRestart.filter { $0["event"] as? String != "waiting" }.lastIndex {
+                $0["event"] as? String == "unavailable"
+            } ?? 0) + 1
+        let meanwhile = try await Executable.run(
+            ["shared", "set", "setpoints", "fanOn", "71", "--timeout", "0.5"] + url)
         #expect(meanwhile.status == 1)
         #expect(meanwhile.errors == "coaty-edge: no agent hosts a shared object named setpoints\n")
 
@@ -228,7 +249,9 @@ import Testing
 
         let after = try await Executable.run(["shared", "set", "setpoints", "fanOn", "72"] + url)
         #expect(after.output == "setpoints: fanOn = 72 (version 1)\n")
-        let followed = try await waitForJSONLines(watch) { $0["event"] as? String == "changed" && $0["value"] as? Int == 72 }
+        let followed = try await waitForJSONLines(watch) {
+            $0["event"] as? String == "changed" && $0["value"] as? Int == 72
+        }
         #expect(followed.last?["value"] as? Int == 72)
 
         #expect(try await watch.stop(with: SIGTERM).status == 0)
@@ -240,13 +263,19 @@ import Testing
     /// of a bad one (as `run` does before it starts anything).
     @Test func configCheckListsSharedObjectsAndNamesTheErrorOfABadOne() async throws {
         let scratch = try Scratch()
-        let good = try scratch.write("good.json", Agents.sharedHost(broker: 1883, setpoints: """
-            {"objectId": "3f0c8d52-5b7e-4c1a-9e60-2d4b8a7f1c93", "data": {"fanOn": 60, "fanOff": 55}, "expiry": 30, "readOnly": true}
-            """))
+        let good = try scratch.write(
+            "good.json",
+            Agents.sharedHost(
+                broker: 1883,
+                setpoints: """
+                    {"objectId": "3f0c8d52-5b7e-4c1a-9e60-2d4b8a7f1c93", "data": {"fanOn": 60, "fanOff": 55}, "expiry": 30, "readOnly": true}
+                    """))
         let valid = try await Executable.run(["config", "check", good])
         #expect(valid.status == 0, "\(valid.errors)")
-        #expect(valid.output.contains(
-            "  shared     setpoints: 2 keys, objectId 3f0c8d52-5b7e-4c1a-9e60-2d4b8a7f1c93, read-only, expires after 30 min without activity\n"))
+        #expect(
+            valid.output.contains(
+                "  shared     setpoints: 2 keys, objectId 3f0c8d52-5b7e-4c1a-9e60-2d4b8a7f1c93, read-only, expires after 30 min without activity\n"
+            ))
 
         let cases: [(String, String)] = [
             (#"{"expiry": -1}"#, "$.sharedObjects.setpoints.expiry: -1 is out of range 0.001...5256000"),

@@ -37,7 +37,8 @@ import Testing
     /// second's work for it, many seconds' for the relay, which logs every switch. A bounded flood, so that it does not
     /// starve the suites that run beside this one. Kill its process group to end it early.
     static func flood(broker: Int, values: Int = 20000) async throws -> CoatyTestSupport.ChildProcess {
-        let publisher = "yes \"$(printf 'true\\nfalse')\" | head -n \(values) | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
+        let publisher =
+            "yes \"$(printf 'true\\nfalse')\" | head -n \(values) | mosquitto_pub -l -h 127.0.0.1 -p \(broker) -t \(route)"
         return try await CoatyTestSupport.ChildProcess(Command("sh", "-c", publisher))
     }
 
@@ -45,9 +46,12 @@ import Testing
     static func agents(broker: TestBroker, scratch: Scratch, limits: String = "", extra: [String] = []) async throws
         -> (router: CoatyTestSupport.ChildProcess, relay: CoatyTestSupport.ChildProcess)
     {
-        let router = try await Executable.start(["run", "--config", try scratch.write("router.json", Self.router(broker: broker.port))])
+        let router = try await Executable.start([
+            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port)),
+        ])
         let relay = try await Executable.start(
-            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))] + extra)
+            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))]
+                + extra)
         try await router.line(containing: "associated Flood with Fan relay", onErrors: true, within: .seconds(30))
         return (router, relay)
     }
@@ -95,7 +99,9 @@ import Testing
         let first = safe.flatMap { Self.time(of: lines[$0]) }
         let last = lines.last.flatMap(Self.time)
         if let first, let last {
-            #expect(last.timeIntervalSince(first) < 1, "the stop took \(last.timeIntervalSince(first)) s by the agent's log")
+            #expect(
+                last.timeIntervalSince(first) < 1, "the stop took \(last.timeIntervalSince(first)) s by the agent's log"
+            )
         }
         #expect(lines.last?.hasSuffix("agent Relay stopped") == true, "\(lines.suffix(5))")
 
@@ -119,7 +125,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         kill(-flood.processIdentifier, SIGKILL)
         _ = try? await flood.finished(within: .seconds(10))
-        let suppressed = try await scrape(port: metricsPort)["coaty_edge_output_switches_suppressed_total{actor=\"relay\"}"] ?? 0
+        let suppressed =
+            try await scrape(port: metricsPort)["coaty_edge_output_switches_suppressed_total{actor=\"relay\"}"] ?? 0
         #expect(suppressed > 10, "\(suppressed) switches held back")
 
         // The broker delivers what it queued for the agent during the flood for a while: wait until no value comes
@@ -145,7 +152,9 @@ import Testing
         #expect(stopped.status == 0)
 
         let after = stopped.errors.dropFirst(before).split(separator: "\n").filter { $0.contains(" switched ") }
-        #expect(after.count == 1 && after.first?.contains("switched on") == true, "\(stopped.errors.dropFirst(before - 3000))")
+        #expect(
+            after.count == 1 && after.first?.contains("switched on") == true,
+            "\(stopped.errors.dropFirst(before - 3000))")
         let lines = stopped.errors.split(separator: "\n")
         let switches = lines.filter { $0.contains("(Fan relay) switched ") }.count
         #expect(switches <= Int(elapsed / .seconds(1)) + 2, "\(switches) switches in \(elapsed)")

@@ -43,15 +43,18 @@ struct BridgeSettingsTests {
     }
 
     @Test func discoveryConfigsFollowTheKindOfPoint() throws {
-        let settings = try #require(try Self.settings(#"""
-            , "mqttTopics": {"prefix": "home/edge", "payload": "json"},
-              "homeAssistant": {"discoveryPrefix": "ha", "points": {"window": {"deviceClass": "window", "name": "Kitchen window"}}}
-            """#))
+        let settings = try #require(
+            try Self.settings(
+                #"""
+                , "mqttTopics": {"prefix": "home/edge", "payload": "json"},
+                  "homeAssistant": {"discoveryPrefix": "ha", "points": {"window": {"deviceClass": "window", "name": "Kitchen window"}}}
+                """#))
         let messages = Discovery.messages(for: settings)
-        #expect(messages.map(\.topic) == [
-            "ha/sensor/kitchen_pi_2/oven_temperature/config", "ha/binary_sensor/kitchen_pi_2/window/config",
-            "ha/switch/kitchen_pi_2/hood_fan/config",
-        ])
+        #expect(
+            messages.map(\.topic) == [
+                "ha/sensor/kitchen_pi_2/oven_temperature/config", "ha/binary_sensor/kitchen_pi_2/window/config",
+                "ha/switch/kitchen_pi_2/hood_fan/config",
+            ])
         let sensor = messages[0].config
         #expect(sensor["device_class"] == "temperature")
         #expect(sensor["unit_of_measurement"] == "°C")
@@ -86,21 +89,34 @@ struct BridgeSettingsTests {
                 return "\(error)"
             }
         }
-        #expect(error(#", "homeAssistant": {"points": {"oven_temperature": {"deviceClass": "humidity"}}}"#)
-            == "kitchen.json: $.homeAssistant.points.oven_temperature.deviceClass: the device class of a temperature sensor follows from what it measures")
-        #expect(error(#", "homeAssistant": {"points": {"window": {"deviceClass": "portal"}}}"#)?
-            .hasPrefix("kitchen.json: $.homeAssistant.points.window.deviceClass: ") == true)
-        #expect(error(#", "homeAssistant": {"points": {"oven": {}}}"#)
-            == #"kitchen.json: $.homeAssistant.points.oven: no point of this agent is called "oven" (its points: oven_temperature, window, hood_fan)"#)
-        #expect(error(#", "mqttTopics": {"prefix": "a/+/b"}"#)?.hasPrefix("kitchen.json: $.mqttTopics.prefix: ") == true)
-        #expect(error(#", "mqttTopics": {"password": "x"}"#) == #"kitchen.json: $.mqttTopics: a password needs a "username""#)
-        #expect(error(#", "homeAssistant": {"numbers": {"fan_on": {"shared": "setpoints"}}}"#)
-            == #"kitchen.json: $.homeAssistant.numbers.fan_on.shared: "setpoints" is not "<shared object>.<key>""#)
-        #expect(error(#", "homeAssistant": {"numbers": {"Fan": {"shared": "s.k"}}}"#)?
-            .hasPrefix("kitchen.json: $.homeAssistant.numbers.Fan: ") == true)
-        #expect(error(#", "homeAssistant": {"numbers": {"fan": {"shared": "s.k", "min": 5, "max": 1}}}"#)
-            == "kitchen.json: $.homeAssistant.numbers.fan: min (5.0) must be less than max (1.0)")
+        #expect(
+            error(#", "homeAssistant": {"points": {"oven_temperature": {"deviceClass": "humidity"}}}"#)
+                == "kitchen.json: $.homeAssistant.points.oven_temperature.deviceClass: the device class of a temperature sensor follows from what it measures"
+        )
+        #expect(
+            error(#", "homeAssistant": {"points": {"window": {"deviceClass": "portal"}}}"#)?
+                .hasPrefix("kitchen.json: $.homeAssistant.points.window.deviceClass: ") == true)
+        #expect(
+            error(#", "homeAssistant": {"points": {"oven": {}}}"#)
+                == #"kitchen.json: $.homeAssistant.points.oven: no point of this agent is called "oven" (its points: oven_temperature, window, hood_fan)"#
+        )
+        #expect(
+            error(#", "mqttTopics": {"prefix": "a/+/b"}"#)?.hasPrefix("kitchen.json: $.mqttTopics.prefix: ") == true)
+        #expect(
+            error(#", "mqttTopics": {"password": "x"}"#)
+                == #"kitchen.json: $.mqttTopics: a password needs a "username""#)
+        #expect(
+            error(#", "homeAssistant": {"numbers": {"fan_on": {"shared": "setpoints"}}}"#)
+                == #"kitchen.json: $.homeAssistant.numbers.fan_on.shared: "setpoints" is not "<shared object>.<key>""#)
+        #expect(
+            error(#", "homeAssistant": {"numbers": {"Fan": {"shared": "s.k"}}}"#)?
+                .hasPrefix("kitchen.json: $.homeAssistant.numbers.Fan: ") == true)
+        #expect(
+            error(#", "homeAssistant": {"numbers": {"fan": {"shared": "s.k", "min": 5, "max": 1}}}"#)
+                == "kitchen.json: $.homeAssistant.numbers.fan: min (5.0) must be less than max (1.0)")
         // Two IO nodes whose names differ only in punctuation would share a topic.
-        #expect(error(#", "homeAssistant": {"numbers": {"window": {"shared": "s.k"}}}"#)?.contains(#"both have the topic level "window""#) == true)
+        #expect(
+            error(#", "homeAssistant": {"numbers": {"window": {"shared": "s.k"}}}"#)?.contains(
+                #"both have the topic level "window""#) == true)
     }
 }

@@ -39,7 +39,9 @@ import Testing
             nodes.removeAll { objectIds.contains($0.objectId) }
         }
 
-        mutating func evaluate(context: IoContext, rules: any IoRoutingRules, shared: JSONObject) -> [IoRouterEvaluation.Change] {
+        mutating func evaluate(context: IoContext, rules: any IoRoutingRules, shared: JSONObject) -> [IoRouterEvaluation
+            .Change]
+        {
             var matched: [(source: IoSource, actor: IoActor, rate: Double?, rule: String)] = []
             var agents: [String: (source: String?, actor: String?)] = [:]
             var seen = Set<[String]>()
@@ -49,18 +51,22 @@ import Testing
                         for actor in actorNode.ioActors where source.isCompatible(with: actor) {
                             guard seen.insert([source.objectId, actor.objectId]).inserted else { continue }
                             let candidate = IoRoutingCandidate(
-                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode, context: context,
+                                source: source, sourceNode: sourceNode, actor: actor, actorNode: actorNode,
+                                context: context,
                                 shared: shared)
                             guard let rule = rules.match(candidate).rule else { continue }
                             matched.append((source, actor, Self.maximum(source.updateRate, actor.updateRate), rule))
-                            agents[source.objectId + ">" + actor.objectId] = (sourceNode.object.parentObjectId, actorNode.object.parentObjectId)
+                            agents[source.objectId + ">" + actor.objectId] = (
+                                sourceNode.object.parentObjectId, actorNode.object.parentObjectId
+                            )
                         }
                     }
                 }
             }
             var cumulatedRates: [String: Double?] = [:]
             for pair in matched {
-                cumulatedRates[pair.source.objectId] = Self.maximum(cumulatedRates[pair.source.objectId] ?? nil, pair.rate)
+                cumulatedRates[pair.source.objectId] = Self.maximum(
+                    cumulatedRates[pair.source.objectId] ?? nil, pair.rate)
             }
             var resolved: [[String]: (source: IoSource, actor: IoActor, rate: Double?, rule: String)] = [:]
             for pair in matched {
@@ -83,7 +89,9 @@ import Testing
                 kept.append(updated)
             }
             for pair in matched {
-                guard let target = resolved.removeValue(forKey: [pair.source.objectId, pair.actor.objectId]) else { continue }
+                guard let target = resolved.removeValue(forKey: [pair.source.objectId, pair.actor.objectId]) else {
+                    continue
+                }
                 let route =
                     sourceRoutes[pair.source.objectId] ?? target.source.externalRoute
                     ?? CoatyTopic.ioValueRoute(namespace: "-", sourceId: target.source.objectId)
@@ -132,42 +140,51 @@ import Testing
         func valueType() -> String { valueTypes.randomElement(using: &random) ?? "t.A" }
         let sources = (0..<Int.random(in: 0...3, using: &random)).map { _ in
             IoSource(
-                objectId: "s\(Int.random(in: 0..<14, using: &random))", name: "source \(Int.random(in: 0..<3, using: &random))",
+                objectId: "s\(Int.random(in: 0..<14, using: &random))",
+                name: "source \(Int.random(in: 0..<3, using: &random))",
                 valueType: valueType(), updateRate: rates.randomElement(using: &random) ?? nil,
                 useRawIoValues: Int.random(in: 0..<8, using: &random) == 0 ? true : nil,
                 externalRoute: Int.random(in: 0..<6, using: &random) == 0 ? "external/\(id)" : nil)
         }
         let actors = (0..<Int.random(in: 0...3, using: &random)).map { _ in
             IoActor(
-                objectId: "a\(Int.random(in: 0..<10, using: &random))", name: "actor \(Int.random(in: 0..<3, using: &random))",
+                objectId: "a\(Int.random(in: 0..<10, using: &random))",
+                name: "actor \(Int.random(in: 0..<3, using: &random))",
                 valueType: valueType(), updateRate: rates.randomElement(using: &random) ?? nil,
                 useRawIoValues: Int.random(in: 0..<8, using: &random) == 0 ? true : nil)
         }
         let state = ["normal", "emergency"].randomElement(using: &random) ?? "normal"
         return IoNode(
             contextName: "ctx", objectId: id, parentObjectId: "agent-" + id, ioSources: sources, ioActors: actors,
-            characteristics: ["isResponsibleForOperatingState": .string(state), "floor": .number(Double(Int.random(in: 0..<3, using: &random)))])
+            characteristics: [
+                "isResponsibleForOperatingState": .string(state),
+                "floor": .number(Double(Int.random(in: 0..<3, using: &random))),
+            ])
     }
 
     static func rule(_ name: String, _ valueType: RoutingRule.ValueType, _ condition: String) throws -> RoutingRule {
         let path = JSONPath().appending("rules").appending(0)
         return RoutingRule(
-            name: name, valueType: valueType, condition: try JsonLogicExpression(JSONValue(parsing: condition), at: path),
+            name: name, valueType: valueType,
+            condition: try JsonLogicExpression(JSONValue(parsing: condition), at: path),
             origin: RuleOrigin(file: "test.json", path: path))
     }
 
     /// Rule sets with value-type rules before the `"*"` ones, conditions on the context, the nodes, the points and
     /// shared data, and a condition that fails to evaluate (it counts as false).
     static func ruleSets() throws -> [RoutingRuleSet] {
-        let responsible = #"{"==": [{"var": "actorNode.characteristics.isResponsibleForOperatingState"}, {"var": "context.operatingState"}]}"#
-        let sameFloor = #"{"==": [{"var": "actorNode.characteristics.floor"}, {"var": "sourceNode.characteristics.floor"}]}"#
+        let responsible =
+            #"{"==": [{"var": "actorNode.characteristics.isResponsibleForOperatingState"}, {"var": "context.operatingState"}]}"#
+        let sameFloor =
+            #"{"==": [{"var": "actorNode.characteristics.floor"}, {"var": "sourceNode.characteristics.floor"}]}"#
         let sharedLimit = #"{"<": [{"var": "actorNode.characteristics.floor"}, {"var": "shared.limits.floor"}]}"#
         let failing = #"{"+": [{"var": "source.name"}, 1]}"#
         return [
             try RoutingRuleSet([try rule("all", .any, "true")]),
             try RoutingRuleSet([
                 try rule("responsible", .named("t.A"), responsible), try rule("same floor", .named("t.A"), sameFloor),
-                try rule("floor", .any, sharedLimit), try rule("any B actor", .named("t.B"), #"{"==": [{"var": "actor.name"}, "actor 1"]}"#),
+                try rule("floor", .any, sharedLimit),
+                try rule("any B actor", .named("t.B"), #"{"==": [{"var": "actor.name"}, "actor 1"]}"#),
             ]),
             try RoutingRuleSet([
                 try rule("failing", .any, failing), try rule("responsible", .any, responsible),
@@ -176,7 +193,9 @@ import Testing
         ]
     }
 
-    @Test("random bursts of nodes, removals and changes: the incremental evaluation equals the full one", arguments: 0..<24)
+    @Test(
+        "random bursts of nodes, removals and changes: the incremental evaluation equals the full one",
+        arguments: 0..<24)
     func incrementalEqualsFull(seed: UInt64) async throws {
         var random = SplitMix(state: seed &* 7919 &+ 1)
         let ruleSets = try Self.ruleSets()
@@ -201,7 +220,9 @@ import Testing
                         incremental.manage(node)
                     }
                 case 11..<15:
-                    let ids = (0..<Int.random(in: 1...2, using: &random)).map { _ in "n\(Int.random(in: 0..<12, using: &random))" }
+                    let ids = (0..<Int.random(in: 1...2, using: &random)).map { _ in
+                        "n\(Int.random(in: 0..<12, using: &random))"
+                    }
                     full.unmanage(ids)
                     incremental.unmanage(ids)
                 case 15..<17:
@@ -239,20 +260,24 @@ import Testing
         let rules = try RoutingRuleSet([
             try Self.rule(
                 "responsible", .any,
-                #"{"==": [{"var": "actorNode.characteristics.isResponsibleForOperatingState"}, {"var": "context.operatingState"}]}"#)
+                #"{"==": [{"var": "actorNode.characteristics.isResponsibleForOperatingState"}, {"var": "context.operatingState"}]}"#
+            )
         ])
         var evaluation = IoRouterEvaluation(context: context, rules: rules, namespace: "-")
         // 100 value types; per type 9 sensor nodes of one source each and one actor node per state.
         func sensor(_ index: Int) -> IoNode {
             IoNode(
-                contextName: "ctx", objectId: "sensor-\(index)", parentObjectId: "agent", ioSources: [
+                contextName: "ctx", objectId: "sensor-\(index)", parentObjectId: "agent",
+                ioSources: [
                     IoSource(objectId: "source-\(index)", name: "source \(index)", valueType: "t.\(index % 100)")
                 ], ioActors: [])
         }
         func actor(_ index: Int, state: String) -> IoNode {
             IoNode(
                 contextName: "ctx", objectId: "actor-\(state)-\(index)", parentObjectId: "agent", ioSources: [],
-                ioActors: [IoActor(objectId: "actor-\(state)-\(index)", name: "actor \(index)", valueType: "t.\(index)")],
+                ioActors: [
+                    IoActor(objectId: "actor-\(state)-\(index)", name: "actor \(index)", valueType: "t.\(index)")
+                ],
                 characteristics: ["isResponsibleForOperatingState": .string(state)])
         }
         for index in 0..<900 { evaluation.manage(sensor(index)) }
@@ -290,23 +315,27 @@ import Testing
     /// it stay unassociated and are counted; a gone pair makes room for the next one evaluated.
     @Test func matchedPairsAreBounded() {
         var evaluation = IoRouterEvaluation(
-            context: IoContext(objectId: "context", name: "ctx"), rules: IoAssociationRules.all, namespace: "-", maximumMatches: 5)
+            context: IoContext(objectId: "context", name: "ctx"), rules: IoAssociationRules.all, namespace: "-",
+            maximumMatches: 5)
         let actor = IoNode(
             contextName: "ctx", objectId: "actors", parentObjectId: "agent", ioSources: [],
             ioActors: [IoActor(objectId: "actor", name: "actor", valueType: "t")])
         evaluation.manage(actor)
         for index in 0..<8 {
-            evaluation.manage(IoNode(
-                contextName: "ctx", objectId: "node-\(index)", parentObjectId: "agent",
-                ioSources: [IoSource(objectId: "source-\(index)", name: "source \(index)", valueType: "t")], ioActors: []))
+            evaluation.manage(
+                IoNode(
+                    contextName: "ctx", objectId: "node-\(index)", parentObjectId: "agent",
+                    ioSources: [IoSource(objectId: "source-\(index)", name: "source \(index)", valueType: "t")],
+                    ioActors: []))
         }
         evaluation.evaluate()
         #expect(evaluation.resolve().count == 5)
         #expect(evaluation.statistics.pairsRefused == 3)
         evaluation.unmanage(["node-0"])
-        evaluation.manage(IoNode(
-            contextName: "ctx", objectId: "node-8", parentObjectId: "agent",
-            ioSources: [IoSource(objectId: "source-8", name: "source 8", valueType: "t")], ioActors: []))
+        evaluation.manage(
+            IoNode(
+                contextName: "ctx", objectId: "node-8", parentObjectId: "agent",
+                ioSources: [IoSource(objectId: "source-8", name: "source 8", valueType: "t")], ioActors: []))
         evaluation.evaluate()
         let changes = evaluation.resolve()
         #expect(changes.map(\.route) == [nil, "coaty/3/-/IOV/source-8"])

@@ -56,7 +56,8 @@ import Testing
         #expect(Pipeline.Mode(isAssociated: true, updateRate: 100, strategy: .none) == .immediate)
         #expect(Pipeline.Mode(isAssociated: true, updateRate: 100, strategy: .default) == .sample(.milliseconds(100)))
         #expect(Pipeline.Mode(isAssociated: true, updateRate: 100, strategy: .sample) == .sample(.milliseconds(100)))
-        #expect(Pipeline.Mode(isAssociated: true, updateRate: 2.5, strategy: .throttle) == .debounce(.microseconds(2500)))
+        #expect(
+            Pipeline.Mode(isAssociated: true, updateRate: 2.5, strategy: .throttle) == .debounce(.microseconds(2500)))
     }
 
     @Test func immediateSendsEveryValueAtOnce() {

@@ -94,8 +94,10 @@ import Testing
 
     /// As in a JavaScript object: array-index keys first, ascending; then the others in insertion order.
     @Test func membersAreOrderedAsJavaScriptOrdersThem() throws {
-        #expect(try JSONValue(parsing: #"{"b":1,"1":2,"a":3,"0":4,"10":5,"01":6,"-1":7,"4294967295":8,"4294967294":9}"#).serialized()
-            == #"{"0":4,"1":2,"10":5,"4294967294":9,"b":1,"a":3,"01":6,"-1":7,"4294967295":8}"#)
+        #expect(
+            try JSONValue(parsing: #"{"b":1,"1":2,"a":3,"0":4,"10":5,"01":6,"-1":7,"4294967295":8,"4294967294":9}"#)
+                .serialized()
+                == #"{"0":4,"1":2,"10":5,"4294967294":9,"b":1,"a":3,"01":6,"-1":7,"4294967295":8}"#)
         var object: JSONObject = ["name": "n"]
         object["7"] = 1
         object["2"] = 2
@@ -180,9 +182,13 @@ import Testing
     }
 
     @Test func strictParsingRefusesLoneSurrogatesAndNumbersBeyondADouble() throws {
-        #expect(strictError(Array(#"{"s": "x\ud800y"}"#.utf8)) == "$.s: a lone surrogate escape, which stands for no character (line 1, column 9)")
+        #expect(
+            strictError(Array(#"{"s": "x\ud800y"}"#.utf8))
+                == "$.s: a lone surrogate escape, which stands for no character (line 1, column 9)")
         #expect(strictError(Array(#"{"s": "\udc00"}"#.utf8))?.hasPrefix("$.s: a lone surrogate escape") == true)
-        #expect(strictError(Array(#"{"n": [1, -1e400]}"#.utf8)) == "$.n[1]: -1e400 is beyond the range of numbers (about ±1.8e308) (line 1, column 11)")
+        #expect(
+            strictError(Array(#"{"n": [1, -1e400]}"#.utf8))
+                == "$.n[1]: -1e400 is beyond the range of numbers (about ±1.8e308) (line 1, column 11)")
         #expect(try JSONValue(parsing: #"{"n": 1e400}"#) == ["n": .number(.infinity)])
     }
 
@@ -199,19 +205,28 @@ import Testing
     @Test func deepNestingIsRejectedNotACrash() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: JSONParseError.self) { try JSONValue(parsing: deep) }
-        #expect(throws: Never.self) { try JSONValue(parsing: String(repeating: "[", count: 500) + String(repeating: "]", count: 500)) }
+        #expect(throws: Never.self) {
+            try JSONValue(parsing: String(repeating: "[", count: 500) + String(repeating: "]", count: 500))
+        }
     }
 }
 
 @Suite struct JSONCursorTests {
     @Test func errorsNameTheJSONPath() throws {
-        let document = try JSONValue(parsing: #"{"communication":{"brokerUrl":5,"tls":{"ca file":true}},"rules":[{},{"rate":-1}]}"#)
+        let document = try JSONValue(
+            parsing: #"{"communication":{"brokerUrl":5,"tls":{"ca file":true}},"rules":[{},{"rate":-1}]}"#)
         let root = JSONCursor(document)
-        #expect(throws: JSONShapeError(path: JSONPath([.key("communication"), .key("brokerUrl")]), reason: "expected a string, found number")) {
+        #expect(
+            throws: JSONShapeError(
+                path: JSONPath([.key("communication"), .key("brokerUrl")]), reason: "expected a string, found number")
+        ) {
             try root.required("communication").required("brokerUrl").string()
         }
         let rules = try root.required("rules").elements()
-        #expect(throws: JSONShapeError(path: JSONPath([.key("rules"), .index(1), .key("rate")]), reason: "-1 is out of range 0...100")) {
+        #expect(
+            throws: JSONShapeError(
+                path: JSONPath([.key("rules"), .index(1), .key("rate")]), reason: "-1 is out of range 0...100")
+        ) {
             try rules[1].required("rate").integer(in: 0...100)
         }
         let tls = try root.required("communication").required("tls")
@@ -226,8 +241,10 @@ import Testing
 
     /// A whole number too large for an Int (or for a double to hold exactly) is out of range, not "not whole".
     @Test(arguments: [
-        (1e308, 5...65535, "1e+308 is out of range 5...65535"), (-1e20, 0...100, "-100000000000000000000 is out of range 0...100"),
-        (1e16, 1...Int.max, "10000000000000000 is out of range 1...9007199254740992"), (2.5, 0...100, "must be a whole number"),
+        (1e308, 5...65535, "1e+308 is out of range 5...65535"),
+        (-1e20, 0...100, "-100000000000000000000 is out of range 0...100"),
+        (1e16, 1...Int.max, "10000000000000000 is out of range 1...9007199254740992"),
+        (2.5, 0...100, "must be a whole number"),
         (101, 0...100, "101 is out of range 0...100"),
     ])
     func integersOutOfRangeSaySo(value: Double, range: ClosedRange<Int>, reason: String) {

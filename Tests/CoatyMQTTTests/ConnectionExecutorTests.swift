@@ -13,7 +13,8 @@ import Testing
         let callbackThreads = Mutex<Set<UInt>>([])
         let messages = Mutex<[MQTTMessage]>([])
 
-        init(_ broker: TestBroker, clientId: String, adjust: (inout MQTTConnectOptions) -> Void = { _ in }) async throws {
+        init(_ broker: TestBroker, clientId: String, adjust: (inout MQTTConnectOptions) -> Void = { _ in }) async throws
+        {
             transport = try MosquittoTransport()
             var options = broker.connectOptions(clientId: clientId)
             adjust(&options)
@@ -95,7 +96,8 @@ import Testing
         var sent: [MQTTMessage] = []
         for round in 0..<3 {
             try await Task.sleep(for: .milliseconds(100))
-            let batch = [MQTTMessage(topic: "handover/\(round)/large", payload: large)]
+            let batch =
+                [MQTTMessage(topic: "handover/\(round)/large", payload: large)]
                 + (0..<50).map { MQTTMessage(topic: "handover/\(round)/\($0)", payload: Array("\($0)".utf8)) }
             try await Task.detached {
                 for message in batch { try connection.transport.publish(message) }

@@ -124,7 +124,9 @@ import Testing
         let events = try await client.events(through: .gaveUp(attempts: 4))
         #expect(events.last == .gaveUp(attempts: 4))
         // The system's reason for a closed port, each time.
-        #expect(events.filter(isConnectionLost) == Array(repeating: .connectionLost(reason: "connection refused"), count: 5))
+        #expect(
+            events.filter(isConnectionLost) == Array(repeating: .connectionLost(reason: "connection refused"), count: 5)
+        )
         expectBackoff(Array(events.dropLast()), startingAt: 1, policy: policy)
         #expect(events.compactMap(\.attempt) == [1, 2, 3, 4])
         #expect(events.compactMap(\.delay).map { $0 <= policy.ceiling(beforeAttempt: 4) } == [true, true, true, true])
@@ -137,7 +139,8 @@ import Testing
         let refused = try TestClient(options(broker, username: "alice", password: "wrong"))
         #expect(
             try await refused.events(through: .gaveUp(attempts: 0)) == [
-                .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"), .gaveUp(attempts: 0),
+                .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"),
+                .gaveUp(attempts: 0),
             ])
         try await refused.disconnect()
     }
@@ -148,7 +151,8 @@ import Testing
             let client = try TestClient(options(broker, username: username, password: password))
             let events = try await client.events(through: .gaveUp(attempts: 0))
             #expect(
-                events.first == .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"),
+                events.first
+                    == .connectionLost(reason: "the broker refused the connection: not authorised (CONNACK 5)"),
                 "\(username ?? "anonymous")")
             try await client.disconnect()
         }
@@ -194,7 +198,9 @@ import Testing
         }
         options = base
         options.will = MQTTMessage(topic: "will/#", payload: [])
-        #expect(throws: MQTTError.invalidTopic("will/#")) { try MosquittoTransport().connect(options, executor: nil) { _ in } }
+        #expect(throws: MQTTError.invalidTopic("will/#")) {
+            try MosquittoTransport().connect(options, executor: nil) { _ in }
+        }
         options = base
         options.tls = MQTTTLSOptions(caFile: "/nonexistent/ca.crt")
         #expect {
@@ -263,7 +269,8 @@ func expectBackoff(
             expected.append(isConnectionLost(event) ? event : .connectionLost(reason: "(any)"))
         } else {
             let attempt = firstAttempt + index / 2
-            let delay = event.delay.map { $0 >= policy.minimumDelay && $0 <= policy.ceiling(beforeAttempt: attempt) } == true
+            let delay =
+                event.delay.map { $0 >= policy.minimumDelay && $0 <= policy.ceiling(beforeAttempt: attempt) } == true
                 ? event.delay ?? .zero : policy.ceiling(beforeAttempt: attempt)
             expected.append(.reconnecting(attempt: attempt, delay: delay))
         }

@@ -87,7 +87,9 @@ import Testing
             }
             // Both ends of the range are reached within a tenth of it.
             let tenth = (ceiling - .milliseconds(100)) / 10
-            #expect(delays.contains { $0 < .milliseconds(100) + tenth } && delays.contains { $0 > ceiling - tenth }, "attempt \(attempt)")
+            #expect(
+                delays.contains { $0 < .milliseconds(100) + tenth } && delays.contains { $0 > ceiling - tenth },
+                "attempt \(attempt)")
         }
     }
 

@@ -26,12 +26,17 @@ import Testing
     /// connection goes on with the next message.
     @Test func dropsPayloadsOverTheLimit() async throws {
         let broker = try await TestBroker.started()
-        let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["data/#"]) { $0.maximumInboundPayload = 1000 }
+        let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["data/#"]) {
+            $0.maximumInboundPayload = 1000
+        }
         let publisher = try await TestClient.connected(to: broker)
         try publisher.publish("data/over", Array(repeating: 1, count: 1001))
         try publisher.publish("data/at", Array(repeating: 2, count: 1000))
         #expect(try await subscriber.nextOversized() == .oversized(topic: "data/over", size: 1001))
-        #expect(try await subscriber.nextMessages(1) == [MQTTMessage(topic: "data/at", payload: Array(repeating: 2, count: 1000))])
+        #expect(
+            try await subscriber.nextMessages(1) == [
+                MQTTMessage(topic: "data/at", payload: Array(repeating: 2, count: 1000))
+            ])
         try await subscriber.disconnect()
         try await publisher.disconnect()
     }

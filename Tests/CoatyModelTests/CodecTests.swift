@@ -17,20 +17,38 @@ import Testing
         ("coaty/3/-/DSC/\(agent)/\(correlation)", #"{"objectId":null}"#, "$.objectId: expected a string"),
         ("coaty/3/-/DSC/\(agent)/\(correlation)", #"{"objectId":"x","coreTypes":["Identity"]}"#, "takes no types"),
         ("coaty/3/-/DSC/\(agent)/\(correlation)", #"{"coreTypes":["Identity"],"objectTypes":["x"]}"#, "exactly one of"),
-        ("coaty/3/-/DSC/\(agent)/\(correlation)", #"{"coreTypes":["Thing"]}"#, "$.coreTypes[0]: \"Thing\" is not a core type"),
+        (
+            "coaty/3/-/DSC/\(agent)/\(correlation)", #"{"coreTypes":["Thing"]}"#,
+            "$.coreTypes[0]: \"Thing\" is not a core type"
+        ),
         ("coaty/3/-/DSC/\(agent)/\(correlation)", #"{}"#, "exactly one of"),
         ("coaty/3/-/RSV/\(agent)/\(correlation)", #"{"privateData":{}}"#, "needs \"object\" or \"relatedObjects\""),
-        ("coaty/3/-/ADV:Identity/\(agent)", #"{"object":\#(identity),"privateData":null}"#, "$.privateData: expected an object"),
+        (
+            "coaty/3/-/ADV:Identity/\(agent)", #"{"object":\#(identity),"privateData":null}"#,
+            "$.privateData: expected an object"
+        ),
         ("coaty/3/-/ADV:IoNode/\(agent)", #"{"object":\#(identity)}"#, "does not match the topic's core type"),
         ("coaty/3/-/ADV::my.Type/\(agent)", #"{"object":\#(identity)}"#, "does not match the topic's object type"),
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":["a",""]}"#, "$.objectIds[1]: must not be an empty string"),
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":"a"}"#, "expected an array"),
         ("coaty/3/-/CHN:c/\(agent)", #"{"object":\#(identity),"objects":[]}"#, "exactly one of"),
-        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":""}"#, "$.associatingRoute: must not be an empty string"),
-        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"coaty/3/-/IOV/#"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
-        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/+/temp"}"#, "$.associatingRoute: is not an MQTT topic to publish on"),
+        (
+            "coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":""}"#,
+            "$.associatingRoute: must not be an empty string"
+        ),
+        (
+            "coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"coaty/3/-/IOV/#"}"#,
+            "$.associatingRoute: is not an MQTT topic to publish on"
+        ),
+        (
+            "coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/+/temp"}"#,
+            "$.associatingRoute: is not an MQTT topic to publish on"
+        ),
         ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s"}"#, "missing required member \"ioActorId\""),
-        ("coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","updateRate":"fast"}"#, "$.updateRate: expected a number"),
+        (
+            "coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","updateRate":"fast"}"#,
+            "$.updateRate: expected a number"
+        ),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"result":1,"error":{"code":1,"message":"m"}}"#, "exactly one of"),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"error":{"code":1}}"#, "missing required member \"message\""),
         ("coaty/3/-/UPD:Identity/\(agent)/\(correlation)", #"{"object":null}"#, "expected a Coaty object"),
@@ -58,8 +76,14 @@ import Testing
 
     @Test func validEventsOfEveryKindDecode() throws {
         let cases: [(String, String, CoatyEventType)] = [
-            ("coaty/3/ns/CHN:temperature/\(Self.agent)", #"{"objects":[\#(Self.identity)],"privateData":{"a":1}}"#, .channel),
-            ("coaty/3/ns/DSC/\(Self.agent)/\(Self.correlation)", #"{"externalId":"e","objectTypes":["t"],"coreTypes":["IoNode"]}"#, .discover),
+            (
+                "coaty/3/ns/CHN:temperature/\(Self.agent)", #"{"objects":[\#(Self.identity)],"privateData":{"a":1}}"#,
+                .channel
+            ),
+            (
+                "coaty/3/ns/DSC/\(Self.agent)/\(Self.correlation)",
+                #"{"externalId":"e","objectTypes":["t"],"coreTypes":["IoNode"]}"#, .discover
+            ),
             ("coaty/3/ns/RSV/\(Self.agent)/\(Self.correlation)", #"{"relatedObjects":[]}"#, .resolve),
             ("coaty/3/ns/RTV/\(Self.agent)/\(Self.correlation)", #"{"objects":[]}"#, .retrieve),
             ("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":null,"executionInfo":[1]}"#, .returnEvent),
@@ -75,14 +99,16 @@ import Testing
             #expect(parsed.namespace == "ns")
             #expect(event.payload.serialized() == payload)
         }
-        guard case .success(.event(let topic, .associate(let associate))) =
-            decode("coaty/3/ns/ASC:a:b/\(Self.agent)", #"{"ioSourceId":"s","ioActorId":"a"}"#)
+        guard
+            case .success(.event(let topic, .associate(let associate))) =
+                decode("coaty/3/ns/ASC:a:b/\(Self.agent)", #"{"ioSourceId":"s","ioActorId":"a"}"#)
         else { Issue.record("associate"); return }
         #expect(topic.filter == "a:b")
         #expect(associate.ioContextName == "a:b")
         #expect(!associate.isAssociation)
-        guard case .success(.event(_, .returnEvent(let returned))) =
-            decode("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":null}"#)
+        guard
+            case .success(.event(_, .returnEvent(let returned))) =
+                decode("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":null}"#)
         else { Issue.record("return"); return }
         #expect(returned.outcome == .result(.null))
     }
@@ -90,20 +116,25 @@ import Testing
     /// Coaty JS never sends `isExternalRoute` (receivers take it as false); one sent by another router is
     /// ignored, and an external route, a topic outside Coaty, is a route like any other.
     @Test func associateIgnoresIsExternalRoute() {
-        let payload = #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp","isExternalRoute":true}"#
-        guard case .success(.event(_, .associate(let associate))) = decode("coaty/3/-/ASC:ctx/\(Self.agent)", payload) else {
+        let payload =
+            #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp","isExternalRoute":true}"#
+        guard case .success(.event(_, .associate(let associate))) = decode("coaty/3/-/ASC:ctx/\(Self.agent)", payload)
+        else {
             Issue.record("rejected \(payload)")
             return
         }
         #expect(associate.associatingRoute == "plant/line1/temp")
-        #expect(associate.payload.serialized() == #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp"}"#)
+        #expect(
+            associate.payload.serialized()
+                == #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":"plant/line1/temp"}"#)
     }
 
     /// Coaty JS 2.4.1 throws while validating a Query that has no `objectFilter` (publishing and receiving alike),
     /// so every Query goes out with one, empty if need be; receiving one without it stays fine.
     @Test func queriesAlwaysCarryAnObjectFilter() throws {
-        #expect(QueryEvent(objectTypes: ["coaty.test.Item"]).payload.serialized()
-            == #"{"objectTypes":["coaty.test.Item"],"objectFilter":{}}"#)
+        #expect(
+            QueryEvent(objectTypes: ["coaty.test.Item"]).payload.serialized()
+                == #"{"objectTypes":["coaty.test.Item"],"objectFilter":{}}"#)
         #expect(QueryEvent(coreTypes: [.task]).payload.serialized() == #"{"coreTypes":["Task"],"objectFilter":{}}"#)
         let filtered = QueryEvent(objectTypes: ["t"], objectFilter: ObjectFilter(take: 2))
         #expect(filtered.payload.serialized() == #"{"objectTypes":["t"],"objectFilter":{"take":2}}"#)
@@ -137,8 +168,12 @@ import Testing
 
     @Test func ioValueAndRawTopicsPassThroughUndecoded() {
         let bytes: [UInt8] = [0xFF, 0x00, 0x41]
-        #expect(CoatyCodec.decode(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes) == .success(.ioValue(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes)))
-        #expect(CoatyCodec.decode(topic: "plant/line1/temp", payload: bytes) == .success(.raw(topic: "plant/line1/temp", payload: bytes)))
+        #expect(
+            CoatyCodec.decode(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes)
+                == .success(.ioValue(topic: "coaty/3/-/IOV/c547e5cd", payload: bytes)))
+        #expect(
+            CoatyCodec.decode(topic: "plant/line1/temp", payload: bytes)
+                == .success(.raw(topic: "plant/line1/temp", payload: bytes)))
         #expect(CoatyCodec.decode(topic: "coaty", payload: bytes) == .success(.raw(topic: "coaty", payload: bytes)))
     }
 
@@ -171,7 +206,8 @@ import Testing
 
     @Test(arguments: [
         ("a/b/c", "a/b/c", true), ("a/b/c", "a/+/c", true), ("a/b/c", "a/#", true), ("a", "a/#", true),
-        ("a/b/c", "+/+", false), ("a/b", "a/b/c", false), ("/test/42/", "/test/42/", true), ("/test/42/", "+/+/+/+", true),
+        ("a/b/c", "+/+", false), ("a/b", "a/b/c", false), ("/test/42/", "/test/42/", true),
+        ("/test/42/", "+/+/+/+", true),
         ("$SYS/x", "#", false), ("$SYS/x", "$SYS/#", true), ("a//b", "a/+/b", true), ("a/b", "#", true),
     ])
     func mqttWildcardMatching(topic: String, filter: String, matches: Bool) {

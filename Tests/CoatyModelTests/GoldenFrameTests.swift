@@ -31,9 +31,13 @@ import Testing
     }
 
     @Test func configuredIdentityKeepsCoatyJSMemberOrder() throws {
-        let configured = try Identity(configured: ["name": "Source Agent", "objectId": "22222222-2222-4222-8222-222222222222"])
-        #expect(configured.object.json.serialized()
-            == #"{"objectId":"22222222-2222-4222-8222-222222222222","name":"Source Agent","objectType":"coaty.Identity","coreType":"Identity"}"#)
+        let configured = try Identity(configured: [
+            "name": "Source Agent", "objectId": "22222222-2222-4222-8222-222222222222",
+        ])
+        #expect(
+            configured.object.json.serialized()
+                == #"{"objectId":"22222222-2222-4222-8222-222222222222","name":"Source Agent","objectType":"coaty.Identity","coreType":"Identity"}"#
+        )
         let forced = try Identity(configured: ["coreType": "User", "objectType": "x"])
         #expect(forced.object.coreType == .identity)
         #expect(CoatyUUID.isVersion4(forced.objectId))
@@ -67,7 +71,9 @@ import Testing
         let event = AdvertiseEvent(object: context.object)
         #expect(event.topicFilters == ["IoContext", ":coaty.test.TemperatureIoContext"])
         let topics = event.topicFilters.map {
-            CoatyTopic(namespace: "-", eventType: .advertise, filter: $0, sourceId: "44444444-4444-4444-8444-444444444444").description
+            CoatyTopic(
+                namespace: "-", eventType: .advertise, filter: $0, sourceId: "44444444-4444-4444-8444-444444444444"
+            ).description
         }
         for topic in topics {
             #expect(event.payload.serialized() == (try captured(topic)))
@@ -78,7 +84,8 @@ import Testing
         let topic = "coaty/3/-/ASC:TemperatureMeasurement/44444444-4444-4444-8444-444444444444"
         let source = "c547e5cd-ef99-4ccd-b109-fc472fc2d421"
         let associate = AssociateEvent(
-            ioContextName: "TemperatureMeasurement", ioSourceId: source, ioActorId: "a731fc40-c0f8-486f-b5b6-b653c3cabaea",
+            ioContextName: "TemperatureMeasurement", ioSourceId: source,
+            ioActorId: "a731fc40-c0f8-486f-b5b6-b653c3cabaea",
             associatingRoute: CoatyTopic.ioValueRoute(namespace: "-", sourceId: source), updateRate: nil)
         let frames = capturedCoatyJSFrames.filter { $0.topic == topic }.map(\.payload)
         #expect(frames.contains(associate.payload.serialized()))
@@ -93,49 +100,77 @@ import Testing
 
     @Test func discoverAndDeadvertiseAsCoatyJSSendsThem() {
         #expect(DiscoverEvent.coreTypes([.ioNode]).payload.serialized() == #"{"coreTypes":["IoNode"]}"#)
-        #expect(DiscoverEvent.objectTypes(["coaty.test.TemperatureIoContext"]).payload.serialized()
-            == #"{"objectTypes":["coaty.test.TemperatureIoContext"]}"#)
-        #expect(DeadvertiseEvent(objectIds: ["22222222-2222-4222-8222-222222222222", "d0d336d1-7074-4453-be36-4a4f29d2b414"]).payload.serialized()
-            == #"{"objectIds":["22222222-2222-4222-8222-222222222222","d0d336d1-7074-4453-be36-4a4f29d2b414"]}"#)
+        #expect(
+            DiscoverEvent.objectTypes(["coaty.test.TemperatureIoContext"]).payload.serialized()
+                == #"{"objectTypes":["coaty.test.TemperatureIoContext"]}"#)
+        #expect(
+            DeadvertiseEvent(objectIds: [
+                "22222222-2222-4222-8222-222222222222", "d0d336d1-7074-4453-be36-4a4f29d2b414",
+            ]).payload.serialized()
+                == #"{"objectIds":["22222222-2222-4222-8222-222222222222","d0d336d1-7074-4453-be36-4a4f29d2b414"]}"#)
     }
 
     /// The constructed frames of the protocol reference, section 1.10.
     @Test func constructedFramesOfTheProtocolReference() {
         let identity = Identity(objectId: "5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10", name: "Swift Agent")
-        #expect(CoatyTopic(namespace: "-", eventType: .advertise, filter: "Identity", sourceId: identity.objectId).description
-            == "coaty/3/-/ADV:Identity/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10")
-        #expect(AdvertiseEvent(object: identity.object).payload.serialized()
-            == #"{"object":{"objectId":"5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10","name":"Swift Agent","objectType":"coaty.Identity","coreType":"Identity"}}"#)
-        #expect(CoatyTopic(namespace: "-", eventType: .deadvertise, sourceId: identity.objectId).description
-            == "coaty/3/-/DAD/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10")
+        #expect(
+            CoatyTopic(namespace: "-", eventType: .advertise, filter: "Identity", sourceId: identity.objectId)
+                .description
+                == "coaty/3/-/ADV:Identity/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10")
+        #expect(
+            AdvertiseEvent(object: identity.object).payload.serialized()
+                == #"{"object":{"objectId":"5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10","name":"Swift Agent","objectType":"coaty.Identity","coreType":"Identity"}}"#
+        )
+        #expect(
+            CoatyTopic(namespace: "-", eventType: .deadvertise, sourceId: identity.objectId).description
+                == "coaty/3/-/DAD/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10")
         let correlationId = "0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60"
-        #expect(CoatyTopic(namespace: "-", eventType: .discover, sourceId: identity.objectId, correlationId: correlationId).description
-            == "coaty/3/-/DSC/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        #expect(
+            CoatyTopic(namespace: "-", eventType: .discover, sourceId: identity.objectId, correlationId: correlationId)
+                .description
+                == "coaty/3/-/DSC/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
         #expect(DiscoverEvent.coreTypes([.ioNode]).payload.serialized() == #"{"coreTypes":["IoNode"]}"#)
-        #expect(CoatyTopic(namespace: "-", eventType: .resolve, sourceId: "r", correlationId: correlationId).description
-            == "coaty/3/-/RSV/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        #expect(
+            CoatyTopic(namespace: "-", eventType: .resolve, sourceId: "r", correlationId: correlationId).description
+                == "coaty/3/-/RSV/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
         let call = CallEvent(
-            operation: "com.example.lights.switch", parameters: ["on": true], filter: ContextFilter("floor", .between(6, 8)))
-        #expect(CoatyTopic(namespace: "-", eventType: .call, filter: call.operation, sourceId: identity.objectId, correlationId: correlationId).description
-            == "coaty/3/-/CLL:com.example.lights.switch/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+            operation: "com.example.lights.switch", parameters: ["on": true],
+            filter: ContextFilter("floor", .between(6, 8)))
+        #expect(
+            CoatyTopic(
+                namespace: "-", eventType: .call, filter: call.operation, sourceId: identity.objectId,
+                correlationId: correlationId
+            ).description
+                == "coaty/3/-/CLL:com.example.lights.switch/5f0c1a52-3f4b-4d7e-9a51-2c0e8b7d9a10/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60"
+        )
         #expect(call.payload.serialized() == #"{"parameters":{"on":true},"filter":{"conditions":["floor",[4,6,8]]}}"#)
-        #expect(CoatyTopic(namespace: "-", eventType: .returnEvent, sourceId: "r", correlationId: correlationId).description
-            == "coaty/3/-/RTN/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
-        #expect(ReturnEvent(.result(["on": true]), executionInfo: ["duration": 12]).payload.serialized()
-            == #"{"result":{"on":true},"executionInfo":{"duration":12}}"#)
-        #expect(ReturnEvent(ReturnEvent.invalidParameters).payload.serialized()
-            == #"{"error":{"code":-32602,"message":"Invalid params"}}"#)
+        #expect(
+            CoatyTopic(namespace: "-", eventType: .returnEvent, sourceId: "r", correlationId: correlationId).description
+                == "coaty/3/-/RTN/r/0b6f5f8e-7c0d-4f9e-b1a4-6a2d3c4e5f60")
+        #expect(
+            ReturnEvent(.result(["on": true]), executionInfo: ["duration": 12]).payload.serialized()
+                == #"{"result":{"on":true},"executionInfo":{"duration":12}}"#)
+        #expect(
+            ReturnEvent(ReturnEvent.invalidParameters).payload.serialized()
+                == #"{"error":{"code":-32602,"message":"Invalid params"}}"#)
     }
 
     @Test func subscriptionFiltersAsCoatyJSSubscribes() {
         #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .discover) == "coaty/3/-/DSC/+/+")
-        #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .associate, filter: "TemperatureMeasurement")
-            == "coaty/3/-/ASC:TemperatureMeasurement/+")
-        #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .advertise, filter: "IoNode") == "coaty/3/-/ADV:IoNode/+")
+        #expect(
+            CoatyTopic.subscriptionFilter(namespace: "-", eventType: .associate, filter: "TemperatureMeasurement")
+                == "coaty/3/-/ASC:TemperatureMeasurement/+")
+        #expect(
+            CoatyTopic.subscriptionFilter(namespace: "-", eventType: .advertise, filter: "IoNode")
+                == "coaty/3/-/ADV:IoNode/+")
         #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .deadvertise) == "coaty/3/-/DAD/+")
-        #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .resolve, correlationId: "0aa93cd8-e3fa-40a1-bfd0-6ffc6c8dda81")
-            == "coaty/3/-/RSV/+/0aa93cd8-e3fa-40a1-bfd0-6ffc6c8dda81")
-        #expect(CoatyTopic.subscriptionFilter(namespace: "-", eventType: .update, filter: "IoContext") == "coaty/3/-/UPD:IoContext/+/+")
+        #expect(
+            CoatyTopic.subscriptionFilter(
+                namespace: "-", eventType: .resolve, correlationId: "0aa93cd8-e3fa-40a1-bfd0-6ffc6c8dda81")
+                == "coaty/3/-/RSV/+/0aa93cd8-e3fa-40a1-bfd0-6ffc6c8dda81")
+        #expect(
+            CoatyTopic.subscriptionFilter(namespace: "-", eventType: .update, filter: "IoContext")
+                == "coaty/3/-/UPD:IoContext/+/+")
         #expect(CoatyTopic.subscriptionFilter(namespace: nil, eventType: .channel, filter: "c") == "coaty/3/+/CHN:c/+")
     }
 }

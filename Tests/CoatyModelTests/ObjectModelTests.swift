@@ -65,8 +65,10 @@ import Testing
         #expect(source.updateRate == 100.5)
         #expect(source.externalRoute == "plant/line1/temp")
         #expect(!source.useRawIoValues)
-        #expect(source.object.json.serialized()
-            == #"{"name":"Temperature","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"s","valueType":"t","updateStrategy":3,"updateRate":100.5,"externalRoute":"plant/line1/temp"}"#)
+        #expect(
+            source.object.json.serialized()
+                == #"{"name":"Temperature","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"s","valueType":"t","updateStrategy":3,"updateRate":100.5,"externalRoute":"plant/line1/temp"}"#
+        )
         let actor = IoActor(name: "a", valueType: "t")
         #expect(source.isCompatible(with: actor))
         #expect(!source.isCompatible(with: IoActor(name: "b", valueType: "t", useRawIoValues: true)))
@@ -102,7 +104,10 @@ import Testing
             Annotation(name: "a", type: .image, creatorId: creator, status: .published).object,
             CoatyTask(name: "t", creatorId: creator, status: .inProgress).object,
             IoContext(name: "c").object,
-            IoNode(contextName: "c", parentObjectId: creator, ioSources: [IoSource(name: "s", valueType: "t")], ioActors: []).object,
+            IoNode(
+                contextName: "c", parentObjectId: creator, ioSources: [IoSource(name: "s", valueType: "t")],
+                ioActors: []
+            ).object,
             IoSource(name: "s", valueType: "t").object,
             IoActor(name: "a", valueType: "t").object,
             Identity().object,
@@ -120,20 +125,62 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"name":"x","coreType":"Identity","objectType":"coaty.Identity"}"#, "$: missing required member \"objectId\""),
-        (#"{"name":"x","coreType":"Identity","objectType":"coaty.Identity","objectId":""}"#, "$.objectId: must not be an empty string"),
-        (#"{"name":"x","coreType":"Thing","objectType":"t","objectId":"1"}"#, "$.coreType: \"Thing\" is not a core type"),
-        (#"{"name":"x","coreType":"CoatyObject","objectType":"t","objectId":"1","parentObjectId":null}"#, "$.parentObjectId: expected a string, found null"),
-        (#"{"name":null,"coreType":"CoatyObject","objectType":"t","objectId":"1"}"#, "$.name: expected a string, found null"),
-        (#"{"name":"s","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"1","valueType":"t","updateStrategy":4}"#, "$.updateStrategy: 4 is out of range 0...3"),
-        (#"{"name":"s","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"1","valueType":"t","updateRate":-1}"#, "$.updateRate: -1 is out of range"),
-        (#"{"name":"s","coreType":"IoActor","objectType":"coaty.IoActor","objectId":"1"}"#, "$: missing required member \"valueType\""),
-        (#"{"name":"n","coreType":"IoNode","objectType":"coaty.IoNode","objectId":"1","ioSources":[{"name":"a","coreType":"IoActor","objectType":"coaty.IoActor","objectId":"2","valueType":"t"}]}"#, "$.ioSources[0]: expected an object of core type IoSource"),
-        (#"{"name":"n","coreType":"IoNode","objectType":"coaty.IoNode","objectId":"1","characteristics":[]}"#, "$.characteristics: expected an object, found array"),
-        (#"{"name":"l","coreType":"Log","objectType":"coaty.Log","objectId":"1","logLevel":15,"logMessage":"m","logDate":"d"}"#, "$.logLevel: 15 is not a log level"),
-        (#"{"name":"t","coreType":"Task","objectType":"coaty.Task","objectId":"1","creatorId":"c","creationTimestamp":1,"status":7}"#, "$.status: 7 is out of range 0...6"),
-        (#"{"name":"u","coreType":"User","objectType":"coaty.User","objectId":"1","names":{"givenName":"A"}}"#, "$.names: familyName and givenName go together"),
-        (#"{"name":"s","coreType":"Snapshot","objectType":"coaty.Snapshot","objectId":"1","parentObjectId":"p","creationTimestamp":1,"creatorId":"c","object":{}}"#, "$.object: missing required member \"name\""),
+        (
+            #"{"name":"x","coreType":"Identity","objectType":"coaty.Identity"}"#,
+            "$: missing required member \"objectId\""
+        ),
+        (
+            #"{"name":"x","coreType":"Identity","objectType":"coaty.Identity","objectId":""}"#,
+            "$.objectId: must not be an empty string"
+        ),
+        (
+            #"{"name":"x","coreType":"Thing","objectType":"t","objectId":"1"}"#,
+            "$.coreType: \"Thing\" is not a core type"
+        ),
+        (
+            #"{"name":"x","coreType":"CoatyObject","objectType":"t","objectId":"1","parentObjectId":null}"#,
+            "$.parentObjectId: expected a string, found null"
+        ),
+        (
+            #"{"name":null,"coreType":"CoatyObject","objectType":"t","objectId":"1"}"#,
+            "$.name: expected a string, found null"
+        ),
+        (
+            #"{"name":"s","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"1","valueType":"t","updateStrategy":4}"#,
+            "$.updateStrategy: 4 is out of range 0...3"
+        ),
+        (
+            #"{"name":"s","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"1","valueType":"t","updateRate":-1}"#,
+            "$.updateRate: -1 is out of range"
+        ),
+        (
+            #"{"name":"s","coreType":"IoActor","objectType":"coaty.IoActor","objectId":"1"}"#,
+            "$: missing required member \"valueType\""
+        ),
+        (
+            #"{"name":"n","coreType":"IoNode","objectType":"coaty.IoNode","objectId":"1","ioSources":[{"name":"a","coreType":"IoActor","objectType":"coaty.IoActor","objectId":"2","valueType":"t"}]}"#,
+            "$.ioSources[0]: expected an object of core type IoSource"
+        ),
+        (
+            #"{"name":"n","coreType":"IoNode","objectType":"coaty.IoNode","objectId":"1","characteristics":[]}"#,
+            "$.characteristics: expected an object, found array"
+        ),
+        (
+            #"{"name":"l","coreType":"Log","objectType":"coaty.Log","objectId":"1","logLevel":15,"logMessage":"m","logDate":"d"}"#,
+            "$.logLevel: 15 is not a log level"
+        ),
+        (
+            #"{"name":"t","coreType":"Task","objectType":"coaty.Task","objectId":"1","creatorId":"c","creationTimestamp":1,"status":7}"#,
+            "$.status: 7 is out of range 0...6"
+        ),
+        (
+            #"{"name":"u","coreType":"User","objectType":"coaty.User","objectId":"1","names":{"givenName":"A"}}"#,
+            "$.names: familyName and givenName go together"
+        ),
+        (
+            #"{"name":"s","coreType":"Snapshot","objectType":"coaty.Snapshot","objectId":"1","parentObjectId":"p","creationTimestamp":1,"creatorId":"c","object":{}}"#,
+            "$.object: missing required member \"name\""
+        ),
     ])
     func invalidObjectsAreRejectedWithPathAndReason(json: String, expected: String) throws {
         do {

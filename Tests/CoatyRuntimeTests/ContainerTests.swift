@@ -40,7 +40,9 @@ import Testing
         func onInit(_ context: ControllerContext) async throws { throw Broken() }
     }
 
-    func container(_ name: String, controllers: [(name: String, controller: any Controller)] = []) async throws -> Container {
+    func container(_ name: String, controllers: [(name: String, controller: any Controller)] = []) async throws
+        -> Container
+    {
         let broker = self.broker
         return try await Container.resolve(
             configuration: Configuration(identity: Identity(name: name)), controllers: controllers,
@@ -52,15 +54,19 @@ import Testing
         let agent = try await container("agent", controllers: [("Recorder", controller)])
         #expect(agent.controller(named: "Recorder", as: RecordingController.self) === controller)
         agent.start()
-        try await poll { agent.communicationManager.communicationState.isOnline && controller.events.withLock { $0.count } == 2 }
+        try await poll {
+            agent.communicationManager.communicationState.isOnline && controller.events.withLock { $0.count } == 2
+        }
         await agent.stop()
         agent.start()
         try await poll { controller.events.withLock { $0.count } == 5 }
         await agent.shutdown()
-        #expect(controller.events.withLock { $0 } == [
-            "init $.controllers.Recorder", "started", "stopping online=true", "ended", "started", "stopping online=true", "ended",
-            "dispose",
-        ])
+        #expect(
+            controller.events.withLock { $0 } == [
+                "init $.controllers.Recorder", "started", "stopping online=true", "ended", "started",
+                "stopping online=true", "ended",
+                "dispose",
+            ])
     }
 
     @Test func aFailingControllerIsNamed() async {
@@ -89,18 +95,26 @@ import Testing
 
         await sensors.shutdown()
         try await poll { watcher.presence.agents.map(\.name) == ["watcher"] }
-        try await changes.wait { $0.contains { if case .left(let agent) = $0 { agent.name == "sensors" } else { false } } }
+        try await changes.wait {
+            $0.contains { if case .left(let agent) = $0 { agent.name == "sensors" } else { false } }
+        }
 
         // An agent that dies leaves through its last will.
         let mortal = broker.makeTransport()
         let identity = Identity(name: "mortal")
-        mortal.connect(MQTTConnectOptions(
-            host: "", clientId: "x",
-            will: MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: DeadvertiseEvent(objectIds: [identity.objectId]).payload.serializedBytes())),
+        mortal.connect(
+            MQTTConnectOptions(
+                host: "", clientId: "x",
+                will: MQTTMessage(
+                    topic: "coaty/3/-/DAD/\(identity.objectId)",
+                    payload: DeadvertiseEvent(objectIds: [identity.objectId]).payload.serializedBytes())),
             executor: nil
         ) { _ in }
         try await poll { broker.connectedClientCount == 2 }
-        try mortal.publish(MQTTMessage(topic: "coaty/3/-/ADV:Identity/\(identity.objectId)", payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
+        try mortal.publish(
+            MQTTMessage(
+                topic: "coaty/3/-/ADV:Identity/\(identity.objectId)",
+                payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
         try await poll { watcher.presence.agent(identity.objectId) != nil }
         await mortal.disconnect(.abrupt)
         try await poll { watcher.presence.agent(identity.objectId) == nil }
@@ -143,22 +157,31 @@ import Testing
         let count = 1500
         for index in 0..<count {
             let identity = Identity(objectId: "agent-\(index)", name: "pi-\(index)")
-            try peer.publish(MQTTMessage(
-                topic: "coaty/3/-/ADV:Identity/agent-\(index)", payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
+            try peer.publish(
+                MQTTMessage(
+                    topic: "coaty/3/-/ADV:Identity/agent-\(index)",
+                    payload: AdvertiseEvent(object: identity.object).payload.serializedBytes()))
             let node = IoNode(
-                contextName: "Fleet", parentObjectId: "agent-\(index)", ioSources: [IoSource(name: "SoC", valueType: "t")], ioActors: [])
-            try peer.publish(MQTTMessage(
-                topic: "coaty/3/-/ADV:IoNode/agent-\(index)", payload: AdvertiseEvent(object: node.object).payload.serializedBytes()))
+                contextName: "Fleet", parentObjectId: "agent-\(index)",
+                ioSources: [IoSource(name: "SoC", valueType: "t")], ioActors: [])
+            try peer.publish(
+                MQTTMessage(
+                    topic: "coaty/3/-/ADV:IoNode/agent-\(index)",
+                    payload: AdvertiseEvent(object: node.object).payload.serializedBytes()))
         }
         try await poll(within: .seconds(60)) { watcher.presence.agents.filter { $0.ioNodes.count == 1 }.count == count }
         #expect(watcher.presence.refusedCount == 0)
 
         let first = try #require(watcher.presence.agent("agent-0")?.ioNodes.first)
-        try peer.publish(MQTTMessage(
-            topic: "coaty/3/-/DAD/agent-0", payload: DeadvertiseEvent(objectIds: [first.objectId]).payload.serializedBytes()))
+        try peer.publish(
+            MQTTMessage(
+                topic: "coaty/3/-/DAD/agent-0",
+                payload: DeadvertiseEvent(objectIds: [first.objectId]).payload.serializedBytes()))
         try await poll { watcher.presence.agent("agent-0")?.ioNodes.isEmpty == true }
-        try peer.publish(MQTTMessage(
-            topic: "coaty/3/-/DAD/agent-1", payload: DeadvertiseEvent(objectIds: ["agent-1", "agent-2"]).payload.serializedBytes()))
+        try peer.publish(
+            MQTTMessage(
+                topic: "coaty/3/-/DAD/agent-1",
+                payload: DeadvertiseEvent(objectIds: ["agent-1", "agent-2"]).payload.serializedBytes()))
         try await poll { watcher.presence.count == count - 1 }
         #expect(watcher.presence.agent("agent-1") == nil && watcher.presence.agent("agent-2") == nil)
         await peer.disconnect(.clean)

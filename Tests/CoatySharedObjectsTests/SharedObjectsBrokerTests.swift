@@ -30,7 +30,8 @@ final class SharedAgents: Sendable {
         }
     }
 
-    func agent<C: Clock & Sendable>(_ name: String, clock: C, requestTimeout: Duration = .seconds(2)) async throws -> Agent
+    func agent<C: Clock & Sendable>(_ name: String, clock: C, requestTimeout: Duration = .seconds(2)) async throws
+        -> Agent
     where C.Duration == Duration {
         let manager = scenarios.agent(name)
         let shared = SharedObjects(manager: manager, clock: clock, requestTimeout: requestTimeout)
@@ -111,7 +112,8 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
                 group.addTask {
                     var versions: [Int] = []
                     for index in 0..<writes {
-                        versions.append(try await connection.set("\(prefix)\(index % 3)", to: .number(Double(index))).version)
+                        versions.append(
+                            try await connection.set("\(prefix)\(index % 3)", to: .number(Double(index))).version)
                         versions.append(try await connection.set("shared", to: .string("\(prefix)\(index)")).version)
                     }
                     return versions
@@ -274,7 +276,9 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
         let first = try await agents.agent("first", requestTimeout: .milliseconds(500))
         let second = try await agents.agent("second", requestTimeout: .milliseconds(500))
 
-        let failure = await #expect(throws: SharedObjectFailure.self) { try await second.shared.connect("nobody", ifMissing: .fail) }
+        let failure = await #expect(throws: SharedObjectFailure.self) {
+            try await second.shared.connect("nobody", ifMissing: .fail)
+        }
         #expect(failure?.reason == .unknownObject)
         #expect(failure?.message == "no agent hosts a shared object named nobody")
 
@@ -323,20 +327,37 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
 
         let requests: [(JSONValue?, String)] = [
             (nil, "malformed request: $: missing required member \"request\""),
-            (["operation": "rename"], "malformed request: $.request.operation: \"rename\" is not one of \"set\", \"delete\", \"deleteObject\""),
+            (
+                ["operation": "rename"],
+                "malformed request: $.request.operation: \"rename\" is not one of \"set\", \"delete\", \"deleteObject\""
+            ),
             (["operation": "set", "key": "fanOn"], "malformed request: $.request: missing required member \"value\""),
-            (["operation": "set", "key": "", "value": 1], "malformed request: $.request.key: must not be an empty string"),
-            (["operation": "set", "key": 7, "value": 1], "malformed request: $.request.key: expected a string, found number"),
-            (["operation": "delete", "key": "fanOn", "expectedVersion": -1],
-             "malformed request: $.request.expectedVersion: -1 is out of range 0...9223372036854775807"),
-            (["operation": "set", "key": "fanOn", "value": 1, "extra": true], "malformed request: $.request.extra: unknown member \"extra\" (known: \"expectedVersion\", \"key\", \"operation\", \"value\")"),
+            (
+                ["operation": "set", "key": "", "value": 1],
+                "malformed request: $.request.key: must not be an empty string"
+            ),
+            (
+                ["operation": "set", "key": 7, "value": 1],
+                "malformed request: $.request.key: expected a string, found number"
+            ),
+            (
+                ["operation": "delete", "key": "fanOn", "expectedVersion": -1],
+                "malformed request: $.request.expectedVersion: -1 is out of range 0...9223372036854775807"
+            ),
+            (
+                ["operation": "set", "key": "fanOn", "value": 1, "extra": true],
+                "malformed request: $.request.extra: unknown member \"extra\" (known: \"expectedVersion\", \"key\", \"operation\", \"value\")"
+            ),
         ]
         for (request, message) in requests {
-            var object = CoatyObject(coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: hosted.objectId, name: "setpoints")
+            var object = CoatyObject(
+                coreType: .coatyObject, objectType: SharedObjectWire.objectType, objectId: hosted.objectId,
+                name: "setpoints")
             object.externalId = "setpoints"
             object["request"] = request
             var answer: CompleteEvent?
-            for await response in try requester.manager.publishUpdate(UpdateEvent(object: object), timeout: .seconds(5)) {
+            for await response in try requester.manager.publishUpdate(UpdateEvent(object: object), timeout: .seconds(5))
+            {
                 answer = response.event
                 break
             }
@@ -382,7 +403,10 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
 
         let back = try await startHost(data: ["fanOn": 58])
         let recovered = try await events.wait { $0.count >= 3 }
-        #expect(recovered.last == .snapshot(SharedSnapshot(objectId: objectId, hostId: hostIdentity.objectId, version: 0, data: ["fanOn": 58])))
+        #expect(
+            recovered.last
+                == .snapshot(
+                    SharedSnapshot(objectId: objectId, hostId: hostIdentity.objectId, version: 0, data: ["fanOn": 58])))
         #expect(connection.status == .connected)
         #expect(try await connection.set("fanOn", to: 59).version == 1)
         try await agents.stop(client, back)

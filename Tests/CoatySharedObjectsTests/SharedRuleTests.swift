@@ -18,14 +18,17 @@ import Testing
 
     @Test func aRuleThatReadsASharedSetpointMovesTheAssociationWhenTheSetpointChanges() async throws {
         let broker = try await TestBroker.started()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-shared-rules-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-shared-rules-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("fan.json")
-        try Data("""
+        try Data(
+            """
             {"rules": [{"name": "fan when hotter than the setpoint", "valueType": "\(Self.temperature)",
               "condition": {">=": [{"var": "sourceNode.characteristics.maximum"}, {"var": ["shared.setpoints.fanOn", 1000]}]}}]}
-            """.utf8).write(to: file)
+            """.utf8
+        ).write(to: file)
         let rules = try RoutingRuleSet.load(files: [file.path])
         // The default of the var does not hide the object it names.
         #expect(rules.sharedObjectNames == ["setpoints"])
@@ -34,14 +37,18 @@ import Testing
         let fan = IoActor(name: "Fan relay", valueType: Self.temperature)
         var plantConfiguration = Configuration(
             identity: Identity(name: "plant"),
-            ioNodes: [IoNodeDefinition(contextName: "Cooling", ioSources: [source], ioActors: [fan], characteristics: ["maximum": 65])],
+            ioNodes: [
+                IoNodeDefinition(
+                    contextName: "Cooling", ioSources: [source], ioActors: [fan], characteristics: ["maximum": 65])
+            ],
             communication: CommunicationOptions(port: broker.port))
         plantConfiguration.sharedObjects = [SharedObjectDefinition(name: "setpoints", data: ["fanOn": 60])]
         let actors = IoActorController()
         let plant = try await Container.resolve(configuration: plantConfiguration, controllers: [("Actors", actors)])
         let router = IoRouter(context: IoContext(name: "Cooling"), rules: rules)
         let routerAgent = try await Container.resolve(
-            configuration: Configuration(identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
+            configuration: Configuration(
+                identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
             controllers: [("Router", router)])
         let associations = Recorder(actors.associations(of: fan))
         plant.start()

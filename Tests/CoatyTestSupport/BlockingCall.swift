@@ -62,7 +62,8 @@ private final class ResultBox<T: Sendable>: @unchecked Sendable {
 
     /// Whether a value came within `timeout`.
     func wait(for timeout: Duration) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18)
+        let deadline = Date(
+            timeIntervalSinceNow: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18)
         condition.lock()
         defer { condition.unlock() }
         while stored == nil {

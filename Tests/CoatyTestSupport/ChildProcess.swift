@@ -33,7 +33,9 @@ public struct CommandResult: Sendable {
     public var errors: String
 
     public var succeeded: Bool { status == 0 }
-    public var outputLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    public var outputLines: [String] {
+        output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+    }
 }
 
 public struct ChildProcessError: Error, CustomStringConvertible {
@@ -63,11 +65,12 @@ public final class ChildProcess: Sendable {
         // never reloads, seen with SIGHUP pending for minutes): perl, which every Debian has, clears the mask and runs
         // env, which takes the command's `-u NAME` options and finds it on PATH.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
-        process.arguments = [
-            "-MPOSIX", "-e",
-            #"sigprocmask(SIG_SETMASK, POSIX::SigSet->new) or die "sigprocmask: $!\n"; exec { "/usr/bin/env" } "env", @ARGV or die "env: $!\n""#,
-            "--",
-        ] + command.arguments
+        process.arguments =
+            [
+                "-MPOSIX", "-e",
+                #"sigprocmask(SIG_SETMASK, POSIX::SigSet->new) or die "sigprocmask: $!\n"; exec { "/usr/bin/env" } "env", @ARGV or die "env: $!\n""#,
+                "--",
+            ] + command.arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = (environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin"
         // The test process runs under the umockdev preload, with this process's testbed once an emulation started;
@@ -133,7 +136,8 @@ public final class ChildProcess: Sendable {
 
     /// Waits for a line of standard output (or of standard error) that contains `text`, and returns it.
     @discardableResult
-    public func line(containing text: String, onErrors: Bool = false, within limit: Duration = .seconds(20)) async throws
+    public func line(containing text: String, onErrors: Bool = false, within limit: Duration = .seconds(20))
+        async throws
         -> String
     {
         let log = onErrors ? errors : output
@@ -161,7 +165,8 @@ public final class ChildProcess: Sendable {
 
     /// Sends `signal` and waits for the process to end.
     @discardableResult
-    public func stop(with signal: Int32 = SIGTERM, within limit: Duration = .seconds(20)) async throws -> CommandResult {
+    public func stop(with signal: Int32 = SIGTERM, within limit: Duration = .seconds(20)) async throws -> CommandResult
+    {
         if process.isRunning { kill(process.processIdentifier, signal) }
         return try await finished(within: limit)
     }
@@ -196,7 +201,9 @@ public final class OutputLog: Sendable {
             switch expectation {
             case .line(let text):
                 if let line = lines.first(where: { $0.contains(text) }) { return .success(line) }
-                return isEnded ? .failure(ChildProcessError(description: "the output ended without a line containing \"\(text)\"")) : nil
+                return isEnded
+                    ? .failure(ChildProcessError(description: "the output ended without a line containing \"\(text)\""))
+                    : nil
             case .end:
                 return isEnded ? .success("") : nil
             }

@@ -109,18 +109,21 @@ public struct CommunicationScenarios: Sendable {
                     for await request in discovers where request.event.isCoreTypeCompatible(.task) {
                         try? await request.respond(ResolveEvent(object: stored[0]))
                         // Not a Task: the requester must drop it.
-                        try? await request.respond(ResolveEvent(object: CoatyObject(coreType: .coatyObject, name: "wrong")))
+                        try? await request.respond(
+                            ResolveEvent(object: CoatyObject(coreType: .coatyObject, name: "wrong")))
                     }
                 }
                 group.addTask {
                     for await request in queries {
                         let objects = stored.filter { request.event.matches($0) }
-                        try? await request.respond(RetrieveEvent(objects: ObjectMatcher.select(objects, filter: request.event.objectFilter)))
+                        try? await request.respond(
+                            RetrieveEvent(objects: ObjectMatcher.select(objects, filter: request.event.objectFilter)))
                     }
                 }
                 group.addTask {
                     for await request in updates {
-                        try? await request.respond(CompleteEvent(object: request.event.object, privateData: ["accepted": true]))
+                        try? await request.respond(
+                            CompleteEvent(object: request.event.object, privateData: ["accepted": true]))
                     }
                 }
             }
@@ -135,7 +138,8 @@ public struct CommunicationScenarios: Sendable {
         let filter = ObjectFilter(
             .condition(ObjectFilterCondition("priority", .between(1, 3))),
             orderByProperties: [ObjectFilterOrdering("priority", .descending)], take: 2)
-        let retrieves = Recorder(requester.publishQuery(QueryEvent(coreTypes: [.task], objectFilter: filter), timeout: .seconds(30)))
+        let retrieves = Recorder(
+            requester.publishQuery(QueryEvent(coreTypes: [.task], objectFilter: filter), timeout: .seconds(30)))
         try await retrieves.wait(count: 1)
         #expect(retrieves.elements.first?.event.objects.map { $0["priority"] } == [3, 2])
 
@@ -188,16 +192,20 @@ public struct CommunicationScenarios: Sendable {
                 group.addTask {
                     for await call in switchCalls {
                         if call.event.parameter(named: "color") == "black" {
-                            try? await call.respond(ReturnEvent(ReturnEvent.invalidParameters, executionInfo: ["duration": 4711]))
+                            try? await call.respond(
+                                ReturnEvent(ReturnEvent.invalidParameters, executionInfo: ["duration": 4711]))
                         } else {
                             let on = call.event.parameter(named: "state") == "on"
-                            try? await call.respond(ReturnEvent(.result(["state": on ? "on" : "off"]), executionInfo: ["duration": 4711]))
+                            try? await call.respond(
+                                ReturnEvent(.result(["state": on ? "on" : "off"]), executionInfo: ["duration": 4711]))
                         }
                     }
                 }
                 group.addTask {
                     for await call in addCalls {
-                        guard let first = call.event.parameter(at: 0)?.numberValue, let second = call.event.parameter(at: 1)?.numberValue else {
+                        guard let first = call.event.parameter(at: 0)?.numberValue,
+                            let second = call.event.parameter(at: 1)?.numberValue
+                        else {
                             try? await call.respond(ReturnEvent(ReturnEvent.invalidParameters))
                             continue
                         }
@@ -218,14 +226,31 @@ public struct CommunicationScenarios: Sendable {
             return stream.elements.map(\.event)
         }
         let onFloors6to8 = ContextFilter("floor", .between(6, 8))
-        let switched = try await returns(CallEvent(operation: "coaty.test.switchLight", parameters: ["state": "on"], filter: onFloors6to8), expecting: 1)
+        let switched = try await returns(
+            CallEvent(operation: "coaty.test.switchLight", parameters: ["state": "on"], filter: onFloors6to8),
+            expecting: 1)
         #expect(switched == [ReturnEvent(.result(["state": "on"]), executionInfo: ["duration": 4711])])
-        let black = try await returns(CallEvent(operation: "coaty.test.switchLight", parameters: ["color": "black"], filter: onFloors6to8), expecting: 1)
+        let black = try await returns(
+            CallEvent(operation: "coaty.test.switchLight", parameters: ["color": "black"], filter: onFloors6to8),
+            expecting: 1)
         #expect(black.first?.outcome == .error(code: -32602, message: "Invalid params"))
-        #expect(try await returns(CallEvent(operation: "coaty.test.switchLight", parameters: ["state": "on"], filter: ContextFilter("floor", .equals(10))), expecting: 0).isEmpty)
-        #expect(try await returns(CallEvent(operation: "coaty.test.switchLight", parameters: ["state": "on"]), expecting: 0).isEmpty)
-        #expect(try await returns(CallEvent(operation: "coaty.test.add", parameters: [42, 43], filter: onFloors6to8), expecting: 1).first?.outcome == .result(85))
-        #expect(try await returns(CallEvent(operation: "coaty.test.add", parameters: [], filter: onFloors6to8), expecting: 1).first?.outcome == .error(code: -32602, message: "Invalid params"))
+        #expect(
+            try await returns(
+                CallEvent(
+                    operation: "coaty.test.switchLight", parameters: ["state": "on"],
+                    filter: ContextFilter("floor", .equals(10))), expecting: 0
+            ).isEmpty)
+        #expect(
+            try await returns(CallEvent(operation: "coaty.test.switchLight", parameters: ["state": "on"]), expecting: 0)
+                .isEmpty)
+        #expect(
+            try await returns(
+                CallEvent(operation: "coaty.test.add", parameters: [42, 43], filter: onFloors6to8), expecting: 1
+            ).first?.outcome == .result(85))
+        #expect(
+            try await returns(
+                CallEvent(operation: "coaty.test.add", parameters: [], filter: onFloors6to8), expecting: 1
+            ).first?.outcome == .error(code: -32602, message: "Invalid params"))
         #expect(try await returns(CallEvent(operation: "coaty.test.unknown"), expecting: 0).isEmpty)
         answering.cancel()
         await stop(caller, callee)
@@ -240,7 +265,8 @@ public struct CommunicationScenarios: Sendable {
         let seenEverywhere = Recorder(everywhere.observeAdvertise(coreType: .coatyObject))
         let seenEverywhereByType = Recorder(try everywhere.observeAdvertise(objectType: "com.example.Type"))
         try await online(first, second, everywhere)
-        try await first.publishAdvertise(AdvertiseEvent(object: CoatyObject(coreType: .coatyObject, objectType: "com.example.Type", name: "x")))
+        try await first.publishAdvertise(
+            AdvertiseEvent(object: CoatyObject(coreType: .coatyObject, objectType: "com.example.Type", name: "x")))
         try await seenEverywhere.wait(count: 1)
         try await seenEverywhereByType.wait(count: 1)
         #expect(seenEverywhere.elements.first?.namespace == "my-namespace-1")
@@ -268,7 +294,9 @@ public struct CommunicationScenarios: Sendable {
         defer { responder.cancel() }
         try await online(asker, answerer)
 
-        func roundTrips(_ range: Range<Int>, answers: ObservationStream<ReceivedEvent<ChannelEvent>>) async throws -> [String] {
+        func roundTrips(_ range: Range<Int>, answers: ObservationStream<ReceivedEvent<ChannelEvent>>) async throws
+            -> [String]
+        {
             try await withTaskExecutorPreference(asker.connectionExecutor) {
                 var iterator = answers.makeAsyncIterator()
                 var names: [String] = []

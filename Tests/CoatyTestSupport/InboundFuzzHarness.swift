@@ -92,7 +92,10 @@ final class CapturingTransport: MQTTTransport, Sendable {
         (connectionEvents, events) = AsyncStream.makeStream(of: MQTTConnectionEvent.self)
     }
 
-    func connect(_ options: MQTTConnectOptions, executor: ConnectionExecutor?, onMessage handler: @escaping @Sendable (MQTTInbound) -> Void) {
+    func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+    ) {
         state.withLock { state in
             state.handler = handler
             state.maximumInboundPayload = options.maximumInboundPayload

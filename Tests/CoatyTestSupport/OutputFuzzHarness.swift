@@ -115,7 +115,8 @@ public final class OutputFuzzHarness: Sendable {
             } else {
                 let unchecked = line.first == UInt8(ascii: "~")
                 let actor =
-                    unchecked ? Self.uncheckedActor : logic.control == .switching ? Self.switchActor : Self.temperatureActor
+                    unchecked
+                    ? Self.uncheckedActor : logic.control == .switching ? Self.switchActor : Self.temperatureActor
                 guard let value = deliver(Array(unchecked ? line.dropFirst() : line), to: actor) else {
                     statistics.valuesRejectedByType += 1
                     continue

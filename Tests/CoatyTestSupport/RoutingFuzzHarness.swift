@@ -63,7 +63,8 @@ public final class RoutingFuzzHarness: Sendable {
             return
         }
         let data = dataBytes.flatMap { try? JSONValue(parsing: $0) }
-        let nodes = data?["nodes"]?.arrayValue.map { $0.compactMap { try? IoNode(validating: $0) } } ?? Self.defaultNodes
+        let nodes =
+            data?["nodes"]?.arrayValue.map { $0.compactMap { try? IoNode(validating: $0) } } ?? Self.defaultNodes
         let context = data?["context"].flatMap { try? IoContext(validating: $0) } ?? Self.defaultContext
         let shared = data?["shared"]?.objectValue ?? [:]
         // The router's own evaluation: every compatible pair once, the first rule that holds.
@@ -118,7 +119,8 @@ public final class RoutingFuzzHarness: Sendable {
         IoNode(
             contextName: "ctx", objectId: "node-sensors", parentObjectId: "agent-sensors",
             ioSources: [
-                IoSource(objectId: "s1", name: "temperature", valueType: "coaty-edge.Temperature[Celsius]", updateRate: 1000),
+                IoSource(
+                    objectId: "s1", name: "temperature", valueType: "coaty-edge.Temperature[Celsius]", updateRate: 1000),
                 IoSource(objectId: "s2", name: "door", valueType: "coaty-edge.Switch"),
             ],
             ioActors: [], characteristics: ["site": "greenhouse", "floor": 1]),

@@ -84,7 +84,8 @@ private struct Broker {
 /// The ACL and logins of the plain broker configuration, with the broker users made by broker-user.sh: agents of the
 /// namespaces A and B, and the operator.
 @Suite(
-    "Broker access", .enabled(if: Deploy.has("mosquitto", "mosquitto_pub", "mosquitto_sub", "mosquitto_passwd", "stdbuf")),
+    "Broker access",
+    .enabled(if: Deploy.has("mosquitto", "mosquitto_pub", "mosquitto_sub", "mosquitto_passwd", "stdbuf")),
     .timeLimit(.minutes(1)))
 struct BrokerAccessTests {
     private let root: ScratchDirectory
@@ -97,9 +98,11 @@ struct BrokerAccessTests {
 
     init() async throws {
         let root = try makeTargetRoot()
-        try FileManager.default.createDirectory(at: root.file("etc/mosquitto/conf.d"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: root.file("etc/mosquitto/conf.d"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(
-            atPath: Deploy.path("mosquitto/coaty-edge.conf"), toPath: root.file("etc/mosquitto/conf.d/coaty-edge.conf").path)
+            atPath: Deploy.path("mosquitto/coaty-edge.conf"),
+            toPath: root.file("etc/mosquitto/conf.d/coaty-edge.conf").path)
         self.root = root
         agentA = try await Self.addUser("agent-a", "A", in: root)
         agentA2 = try await Self.addUser("agent-a2", "A", in: root)
@@ -110,7 +113,9 @@ struct BrokerAccessTests {
         self.operatorLogin = operatorLogin
     }
 
-    private static func addUser(_ name: String, _ namespace: String, in root: ScratchDirectory) async throws -> Broker.Login {
+    private static func addUser(_ name: String, _ namespace: String, in root: ScratchDirectory) async throws
+        -> Broker.Login
+    {
         let result = try await Command(Deploy.path("broker-user.sh"), "--root", root.path, "add", name, namespace).run()
         try #require(result.succeeded, "\(result.errors)")
         return Broker.Login(user: name, password: result.output.trimmingCharacters(in: .newlines))
@@ -196,7 +201,8 @@ struct BrokerAccessTests {
         try await broker.process.line(containing: "disconnected due to oversize packet", onErrors: true)
         #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA2).succeeded)
         let received = try await Broker.received(by: subscriber)
-        #expect(received.map(\.count) == ["coaty/3/A/IOV/source-1 ".count + limit, "coaty/3/A/IOV/source-1 21.5".count])
+        #expect(
+            received.map(\.count) == ["coaty/3/A/IOV/source-1 ".count + limit, "coaty/3/A/IOV/source-1 21.5".count])
     }
 
     /// Coaty registers the agent's Deadvertise as its MQTT last will. When a connection breaks, the broker sends the
@@ -207,12 +213,17 @@ struct BrokerAccessTests {
         let everywhere = try await broker.subscribe(["coaty/3/#"], as: operatorLogin, count: 1)
         // Both connect as agent-a (the broker's client id for the login, whatever the client asks for); the first is
         // gone, will and all, before the second connects.
-        for (clientID, willTopic) in [("agent-a-intruder", "coaty/3/B/DAD/agent-a"), ("agent-a", "coaty/3/A/DAD/agent-a")] {
+        for (clientID, willTopic) in [
+            ("agent-a-intruder", "coaty/3/B/DAD/agent-a"), ("agent-a", "coaty/3/A/DAD/agent-a"),
+        ] {
             let client = try await ChildProcess(
                 Command(
                     ["stdbuf", "-oL", "mosquitto_sub", "-d", "-i", clientID, "-t", "coaty/3/A/ASC:Greenhouse/+"]
                         + broker.clientArguments(agentA)
-                        + ["--will-topic", willTopic, "--will-qos", "1", "--will-payload", #"{"objectIds":["agent-a"]}"#]))
+                        + [
+                            "--will-topic", willTopic, "--will-qos", "1", "--will-payload",
+                            #"{"objectIds":["agent-a"]}"#,
+                        ]))
             try await client.line(containing: "received CONNACK (0)")
             try await client.stop(with: SIGKILL)
             if clientID != agentA.user {
@@ -231,19 +242,28 @@ struct BrokerAccessTests {
         let agentAClientId = "Coaty5e4a0b1c2d3e4f508a"
         let subscriber = try await ChildProcess(
             Command(
-                ["stdbuf", "-oL", "mosquitto_sub", "-d", "-v", "-q", "1", "-C", "1", "-i", agentAClientId, "-t", "coaty/3/A/#"]
+                [
+                    "stdbuf", "-oL", "mosquitto_sub", "-d", "-v", "-q", "1", "-C", "1", "-i", agentAClientId, "-t",
+                    "coaty/3/A/#",
+                ]
                     + broker.clientArguments(agentA)))
         try await subscriber.line(containing: "Subscribed (mid")
         for clientId in [agentAClientId, agentA.user] {
             let intruder = try await Command(
-                ["mosquitto_pub"] + broker.clientArguments(agentB) + ["-i", clientId, "-q", "1", "-t", "coaty/3/B/IOV/x", "-m", "hi"]
+                ["mosquitto_pub"] + broker.clientArguments(agentB) + [
+                    "-i", clientId, "-q", "1", "-t", "coaty/3/B/IOV/x", "-m", "hi",
+                ]
             ).run(timeout: .seconds(20))
             #expect(intruder.succeeded, "\(intruder.errors)")
         }
         #expect(try await broker.publish("coaty/3/A/IOV/source-1", "still here", as: operatorLogin).succeeded)
         #expect(try await Broker.received(by: subscriber) == ["coaty/3/A/IOV/source-1 still here"])
-        #expect(subscriber.output.text.components(separatedBy: "received CONNACK").count - 1 == 1, "\(subscriber.output.text)")
-        #expect(!broker.process.errors.text.contains("already connected, closing old connection"), "\(broker.process.errors.text)")
+        #expect(
+            subscriber.output.text.components(separatedBy: "received CONNACK").count - 1 == 1,
+            "\(subscriber.output.text)")
+        #expect(
+            !broker.process.errors.text.contains("already connected, closing old connection"),
+            "\(broker.process.errors.text)")
     }
 
     /// Operators run several clients at once with one login (observe and agents, each with its own client id, as the
@@ -258,9 +278,13 @@ struct BrokerAccessTests {
         #expect(try await broker.publish("coaty/3/A/IOV/source-1", "21.5", as: agentA).succeeded)
         for observer in observers {
             #expect(try await Broker.received(by: observer) == ["coaty/3/A/IOV/source-1 21.5"])
-            #expect(observer.output.text.components(separatedBy: "received CONNACK").count - 1 == 1, "\(observer.output.text)")
+            #expect(
+                observer.output.text.components(separatedBy: "received CONNACK").count - 1 == 1,
+                "\(observer.output.text)")
         }
-        #expect(!broker.process.errors.text.contains("already connected, closing old connection"), "\(broker.process.errors.text)")
+        #expect(
+            !broker.process.errors.text.contains("already connected, closing old connection"),
+            "\(broker.process.errors.text)")
     }
 
     /// Each listener knows only its own logins: an agent's login is refused on the operators' listener, where client ids
@@ -293,10 +317,13 @@ struct BrokerAccessTests {
         for _ in 0..<3 where !reloaded {
             kill(broker.process.processIdentifier, SIGHUP)
             _ = try? await broker.publish("coaty/3/-/IOV/wake", "wake", as: nil)
-            reloaded = (try? await broker.process.line(containing: "Reloading config", onErrors: true, within: .seconds(7))) != nil
+            reloaded =
+                (try? await broker.process.line(containing: "Reloading config", onErrors: true, within: .seconds(7)))
+                != nil
         }
         // What the kernel says about the broker's signals, and what the broker wrote, should it happen again.
-        let status = (try? String(contentsOfFile: "/proc/\(broker.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status =
+            (try? String(contentsOfFile: "/proc/\(broker.process.processIdentifier)/status", encoding: .utf8)) ?? ""
         let signals = status.split(separator: "\n").filter { ["Sig", "ShdPnd", "State"].contains(where: $0.hasPrefix) }
         #expect(reloaded, "\(signals.joined(separator: ", "))\n\(broker.process.errors.text.suffix(2000))")
         let afterwards = try await broker.publish("coaty/3/B/IOV/source-2", "after", as: agentB)
@@ -329,16 +356,20 @@ struct TLSBrokerTests {
         let broker = try await Broker(
             root: root, configuration: "etc/mosquitto/conf.d/coaty-edge-tls.conf", shippedPorts: (8883, 8884))
         let agent = Broker.Login(
-            user: "coaty-edge", password: try root.read("etc/coaty-edge/broker.password").trimmingCharacters(in: .newlines))
+            user: "coaty-edge",
+            password: try root.read("etc/coaty-edge/broker.password").trimmingCharacters(in: .newlines))
         let operatorLogin = Broker.Login(
             user: "coaty-operator",
-            password: try root.read("etc/coaty-edge/operator.password").trimmingCharacters(in: .newlines), isOperator: true)
+            password: try root.read("etc/coaty-edge/operator.password").trimmingCharacters(in: .newlines),
+            isOperator: true)
         let trusted = ["--cafile", root.file("etc/coaty-edge/tls/ca.crt").path]
 
         // The agent's URL names localhost, which the broker's certificate must carry; so does the operators' listener.
         let subscriber = try await broker.subscribe(
             ["coaty/3/greenhouse/IOV/+"], as: operatorLogin, count: 1, host: "localhost", tls: trusted)
-        #expect(try await broker.publish("coaty/3/greenhouse/IOV/soc", "48.2", as: agent, host: "localhost", tls: trusted).succeeded)
+        #expect(
+            try await broker.publish("coaty/3/greenhouse/IOV/soc", "48.2", as: agent, host: "localhost", tls: trusted)
+                .succeeded)
         #expect(try await Broker.received(by: subscriber) == ["coaty/3/greenhouse/IOV/soc 48.2"])
 
         // Plain MQTT on the TLS port: the broker reads it as a broken TLS handshake.
@@ -348,7 +379,8 @@ struct TLSBrokerTests {
 
         let foreign = try ScratchDirectory("coaty-foreign-ca")
         let madeCA = try await Command(
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days",
+            "1",
             "-subj", "/CN=foreign CA", "-keyout", foreign.file("ca.key").path, "-out", foreign.file("ca.crt").path
         ).run()
         try #require(madeCA.succeeded, "\(madeCA.errors)")

@@ -13,7 +13,8 @@ enum Deploy {
 
     /// Whether every one of `commands` is on PATH (or in the sbin directories).
     static func has(_ commands: String...) -> Bool {
-        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let directories =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
             + ["/usr/sbin", "/sbin"]
         return commands.allSatisfy { command in
             directories.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(command)") }
@@ -44,7 +45,8 @@ final class ScratchDirectory: Sendable {
     @discardableResult
     func write(_ text: String, to relative: String, mode: mode_t = 0o644) throws -> URL {
         let target = file(relative)
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: target)
         chmod(target.path, mode)
         return target

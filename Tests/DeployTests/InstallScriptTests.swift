@@ -33,7 +33,9 @@ private struct FakeSwift {
             """, to: "bin/swift", mode: 0o755)
     }
 
-    var path: String { "\(directory.file("bin").path):\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")" }
+    var path: String {
+        "\(directory.file("bin").path):\(ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")"
+    }
 }
 
 @Suite("install.sh", .timeLimit(.minutes(2)))
@@ -87,9 +89,12 @@ struct InstallScriptTests {
     /// The build needs the headers and libraries of every C library target in Package.swift, so install.sh must
     /// install each one's Debian package (libumockdev is no build dependency: the emulation loads it when it starts).
     /// Which package that is, this machine's dpkg says; which ones install.sh installs, its dry run says.
-    @Test("install.sh installs the package of every C library the build uses", .enabled(if: Deploy.has("dpkg", "pkg-config")))
+    @Test(
+        "install.sh installs the package of every C library the build uses",
+        .enabled(if: Deploy.has("dpkg", "pkg-config")))
     func installsEveryBuildDependency() async throws {
-        let manifest = try String(contentsOf: Deploy.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let manifest = try String(
+            contentsOf: Deploy.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
         let modules = manifest.matches(of: /pkgConfig: "([^"]+)"/).map { String($0.output.1) }
         #expect(Set(modules) == ["libmosquitto", "libgpiod"])
         var files: [String] = []
@@ -112,8 +117,11 @@ struct InstallScriptTests {
         let result = try await install(["--dry-run", "--root", root.path], path: swift.path)
         #expect(result.succeeded, "\(result.output)\(result.errors)")
         let line = try #require(result.outputLines.first { $0.contains("the target needs: ") }, "\(result.output)")
-        let installed = Set(line.components(separatedBy: "the target needs: ")[1].split(separator: " ").map(String.init))
-        #expect(needed.subtracting(installed).isEmpty, "install.sh does not install \(needed.subtracting(installed).sorted())")
+        let installed = Set(
+            line.components(separatedBy: "the target needs: ")[1].split(separator: " ").map(String.init))
+        #expect(
+            needed.subtracting(installed).isEmpty,
+            "install.sh does not install \(needed.subtracting(installed).sorted())")
     }
 
     @Test("--dry-run against this machine's / also runs without root", .enabled(if: Deploy.isRoot))
@@ -160,7 +168,9 @@ struct InstallScriptTests {
         let first = try await install(
             ["--root", root.path, "--namespace", "orchard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
         #expect(first.succeeded, "\(first.output)\(first.errors)")
-        #expect(try String(contentsOf: swift.binDirectory.appendingPathComponent("built-by"), encoding: .utf8) == "nobody\n")
+        #expect(
+            try String(contentsOf: swift.binDirectory.appendingPathComponent("built-by"), encoding: .utf8) == "nobody\n"
+        )
         #expect(first.output.contains("edit it for this machine's sensors and outputs"))
 
         // Users and groups, in the target's own database.
@@ -198,9 +208,13 @@ struct InstallScriptTests {
         #expect(try status("etc/coaty-edge/agent.json") == FileStatus(uid: 0, gid: serviceGroupID, permissions: 0o640))
         // Readable by the agent only: coaty-edge refuses a password file that its group or others may read.
         #expect(
-            try status("etc/coaty-edge/broker.password") == FileStatus(uid: serviceUserID, gid: serviceGroupID, permissions: 0o600))
+            try status("etc/coaty-edge/broker.password")
+                == FileStatus(uid: serviceUserID, gid: serviceGroupID, permissions: 0o600))
         #expect(try status("etc/coaty-edge/operator.password") == FileStatus(uid: 0, gid: 0, permissions: 0o600))
-        for brokerFile in ["etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge-operators.passwd", "etc/mosquitto/coaty-edge.acl"] {
+        for brokerFile in [
+            "etc/mosquitto/coaty-edge.passwd", "etc/mosquitto/coaty-edge-operators.passwd",
+            "etc/mosquitto/coaty-edge.acl",
+        ] {
             #expect(
                 try status(brokerFile)
                     == FileStatus(uid: mosquittoOwner.uid, gid: mosquittoOwner.gid, permissions: 0o600))
@@ -220,7 +234,8 @@ struct InstallScriptTests {
 
         // The configuration is the example with the login filled in, and the agent's parser accepts it.
         let agentConfig = try JSONValue(parsing: Array(root.read("etc/coaty-edge/agent.json").utf8))
-        let example = try JSONValue(parsing: Array(String(contentsOfFile: Deploy.path("example-pi.json"), encoding: .utf8).utf8))
+        let example = try JSONValue(
+            parsing: Array(String(contentsOfFile: Deploy.path("example-pi.json"), encoding: .utf8).utf8))
         guard case .object(var installed) = agentConfig, case .object(var shipped) = example else {
             Issue.record("agent.json and example-pi.json must be objects")
             return
@@ -241,17 +256,20 @@ struct InstallScriptTests {
 
         // The example configuration's rules are copied unchanged, the schema beside them.
         let exampleRules = try FileManager.default.contentsOfDirectory(
-            atPath: Deploy.repository.appendingPathComponent("rules/greenhouse").path).filter { $0.hasSuffix(".json") }
+            atPath: Deploy.repository.appendingPathComponent("rules/greenhouse").path
+        ).filter { $0.hasSuffix(".json") }
         #expect(!exampleRules.isEmpty)
         for rulesFile in exampleRules {
             #expect(
                 try root.read("etc/coaty-edge/rules/\(rulesFile)")
                     == String(
-                        contentsOf: Deploy.repository.appendingPathComponent("rules/greenhouse/\(rulesFile)"), encoding: .utf8))
+                        contentsOf: Deploy.repository.appendingPathComponent("rules/greenhouse/\(rulesFile)"),
+                        encoding: .utf8))
         }
         #expect(
             try root.read("etc/coaty-edge/rules.schema.json")
-                == String(contentsOf: Deploy.repository.appendingPathComponent("rules/rules.schema.json"), encoding: .utf8))
+                == String(
+                    contentsOf: Deploy.repository.appendingPathComponent("rules/rules.schema.json"), encoding: .utf8))
 
         // The same command again: nothing at all changes, and it says what it keeps.
         let afterFirst = try snapshot(of: root.url)
@@ -274,7 +292,8 @@ struct InstallScriptTests {
     func installsTheDashboard() async throws {
         let swift = try FakeSwift()
         let root = try makeTargetRoot()
-        let first = try await install(["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
+        let first = try await install(
+            ["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
         #expect(first.succeeded, "\(first.output)\(first.errors)")
         func status(_ path: String) throws -> FileStatus { try FileStatus(root.file(path).path) }
         #expect(try status("usr/local/bin/coaty-edge-dashboard") == FileStatus(uid: 0, gid: 0, permissions: 0o755))
@@ -289,17 +308,25 @@ struct InstallScriptTests {
         let token = try root.read("etc/coaty-edge/dashboard.token")
         #expect(token.range(of: #"^[0-9a-f]{32}\n$"#, options: .regularExpression) != nil)
         #expect(try status("etc/coaty-edge/dashboard.env") == FileStatus(uid: 0, gid: 0, permissions: 0o640))
-        #expect(try root.read("etc/coaty-edge/dashboard.env").hasSuffix(
-            "\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 127.0.0.1:8080\n"))
-        #expect(first.output.contains("skipped with --root: apt installs into / only; the target needs: ") && first.output.contains("libjs-dygraphs"))
+        #expect(
+            try root.read("etc/coaty-edge/dashboard.env").hasSuffix(
+                "\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 127.0.0.1:8080\n"))
+        #expect(
+            first.output.contains("skipped with --root: apt installs into / only; the target needs: ")
+                && first.output.contains("libjs-dygraphs"))
 
-        try root.write("# edited\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 0.0.0.0:8080\n", to: "etc/coaty-edge/dashboard.env")
-        let second = try await install(["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
+        try root.write(
+            "# edited\nDASHBOARD_OPTIONS=--broker mqtt://localhost:1884 --listen 0.0.0.0:8080\n",
+            to: "etc/coaty-edge/dashboard.env")
+        let second = try await install(
+            ["--root", root.path, "--dashboard"], path: swift.path, environment: ["SUDO_USER": "nobody"])
         #expect(second.succeeded, "\(second.output)\(second.errors)")
         #expect(try root.read("etc/coaty-edge/dashboard.token") == token)
         #expect(try root.read("etc/coaty-edge/dashboard.env").hasPrefix("# edited\n"))
-        for message in ["unchanged: /usr/local/bin/coaty-edge-dashboard", "keeping: /etc/coaty-edge/dashboard.token",
-                        "keeping: /etc/coaty-edge/dashboard.env", "unchanged: /etc/systemd/system/coaty-edge-dashboard.service"] {
+        for message in [
+            "unchanged: /usr/local/bin/coaty-edge-dashboard", "keeping: /etc/coaty-edge/dashboard.token",
+            "keeping: /etc/coaty-edge/dashboard.env", "unchanged: /etc/systemd/system/coaty-edge-dashboard.service",
+        ] {
             #expect(second.output.contains(message), "missing: \(message)\n\(second.output)")
         }
     }
@@ -336,7 +363,9 @@ struct InstallScriptTests {
         #expect(replacedBinary.status == 1)
         #expect(try root.read("etc/coaty-edge/agent.json") == edited)
         #expect(try root.read("etc/coaty-edge/broker.password") == passwords.0)
-        #expect(second.output.contains("set /etc/coaty-edge/broker.password to 0600 coaty-edge:coaty-edge"), "\(second.output)")
+        #expect(
+            second.output.contains("set /etc/coaty-edge/broker.password to 0600 coaty-edge:coaty-edge"),
+            "\(second.output)")
         let corrected = try FileManager.default.attributesOfItem(atPath: agentPassword)
         #expect(corrected[.posixPermissions] as? Int == 0o600)
         #expect(corrected[.ownerAccountID] as? Int == agentPasswordOwner as? Int)

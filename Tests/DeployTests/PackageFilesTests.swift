@@ -31,7 +31,8 @@ struct PackageFilesTests {
     @Test("the avahi service file is well-formed XML announcing _coaty-mqtt._tcp as \"Coaty MQTT Broker\" on 1883")
     func avahiServiceFile() throws {
         // avahi-daemon ignores a file it cannot parse, with a line in its own log only: "--" in a comment did that.
-        let parser = try #require(XMLParser(contentsOf: URL(fileURLWithPath: Deploy.path("avahi/coaty-edge-broker.service"))))
+        let parser = try #require(
+            XMLParser(contentsOf: URL(fileURLWithPath: Deploy.path("avahi/coaty-edge-broker.service"))))
         let file = ServiceFile()
         parser.delegate = file
         #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
@@ -56,7 +57,9 @@ struct PackageFilesTests {
         }
     }
 
-    @Test("the maintainer scripts and the package and discovery tests are shellcheck clean", .enabled(if: Deploy.has("shellcheck")))
+    @Test(
+        "the maintainer scripts and the package and discovery tests are shellcheck clean",
+        .enabled(if: Deploy.has("shellcheck")))
     func scriptsAreShellcheckClean() async throws {
         let scripts = try FileManager.default.contentsOfDirectory(atPath: Deploy.path("debian")).sorted()
             .map { Deploy.path("debian/\($0)") }

@@ -48,8 +48,10 @@ struct PrebuiltInstallTests {
 
             """, to: "tree/DEBIAN/control")
         let deb = directory.file("coaty-edge_\(version)_\(architecture).deb")
-        let result = try await Command("dpkg-deb", "--root-owner-group", "--build", directory.file("tree").path, deb.path)
-            .run()
+        let result = try await Command(
+            "dpkg-deb", "--root-owner-group", "--build", directory.file("tree").path, deb.path
+        )
+        .run()
         try #require(result.succeeded, "\(result.errors)")
         return deb
     }
@@ -65,11 +67,15 @@ struct PrebuiltInstallTests {
         let result = try await install(["--dry-run", "--root", root.path, "--binary", binary.path])
 
         #expect(result.status == 1)
-        #expect(result.errors.contains("\(binary.path) is for \(foreign.name), this machine is \(machine)"), "\(result.errors)")
+        #expect(
+            result.errors.contains("\(binary.path) is for \(foreign.name), this machine is \(machine)"),
+            "\(result.errors)")
         #expect(!result.output.contains("would install /usr/local/bin/coaty-edge"))
     }
 
-    @Test("--binary refuses a binary whose shared libraries are missing here", .enabled(if: Deploy.isRoot && Deploy.has("cc", "dpkg")))
+    @Test(
+        "--binary refuses a binary whose shared libraries are missing here",
+        .enabled(if: Deploy.isRoot && Deploy.has("cc", "dpkg")))
     func binaryWithMissingLibrary() async throws {
         let directory = try ScratchDirectory()
         let root = try makeTargetRoot()
@@ -77,9 +83,15 @@ struct PrebuiltInstallTests {
         try directory.write("int coaty_missing(void) { return 0; }\n", to: "missing.c")
         try directory.write("int coaty_missing(void);\nint main(void) { return coaty_missing(); }\n", to: "main.c")
         for command in [
-            ["cc", "-shared", "-fPIC", "-o", directory.file("libcoatymissing.so.1").path, directory.file("missing.c").path,
-             "-Wl,-soname,libcoatymissing.so.1"],
-            ["cc", "-o", directory.file("coaty-edge").path, directory.file("main.c").path, directory.file("libcoatymissing.so.1").path],
+            [
+                "cc", "-shared", "-fPIC", "-o", directory.file("libcoatymissing.so.1").path,
+                directory.file("missing.c").path,
+                "-Wl,-soname,libcoatymissing.so.1",
+            ],
+            [
+                "cc", "-o", directory.file("coaty-edge").path, directory.file("main.c").path,
+                directory.file("libcoatymissing.so.1").path,
+            ],
         ] {
             let built = try await Command(command).run()
             try #require(built.succeeded, "\(built.errors)")
@@ -90,11 +102,14 @@ struct PrebuiltInstallTests {
         let result = try await install(["--root", root.path, "--binary", directory.file("coaty-edge").path])
 
         #expect(result.status == 1)
-        #expect(result.errors.contains("needs shared libraries this machine lacks: libcoatymissing.so.1"), "\(result.errors)")
+        #expect(
+            result.errors.contains("needs shared libraries this machine lacks: libcoatymissing.so.1"),
+            "\(result.errors)")
         #expect(try snapshot(of: root.url) == before)
     }
 
-    @Test("--binary accepts a binary whose architecture and libraries fit, and says so", .enabled(if: Deploy.has("dpkg")))
+    @Test(
+        "--binary accepts a binary whose architecture and libraries fit, and says so", .enabled(if: Deploy.has("dpkg")))
     func binaryThatFits() async throws {
         let root = try makeTargetRoot()
 
@@ -120,7 +135,9 @@ struct PrebuiltInstallTests {
         #expect(!result.output.contains("apt-get install"))
     }
 
-    @Test("--deb installs the package and the broker package beside it of the same version with apt", .enabled(if: Deploy.has("dpkg", "dpkg-deb")))
+    @Test(
+        "--deb installs the package and the broker package beside it of the same version with apt",
+        .enabled(if: Deploy.has("dpkg", "dpkg-deb")))
     func packageThatFits() async throws {
         let machine = try await Self.machineArchitecture
         let directory = try ScratchDirectory()

@@ -28,7 +28,8 @@ struct ServiceFilesTests {
         return try scratch.write(unit, to: "coaty-edge.service")
     }
 
-    @Test("systemd-analyze verify accepts the unit without a single warning", .enabled(if: Deploy.has("systemd-analyze")))
+    @Test(
+        "systemd-analyze verify accepts the unit without a single warning", .enabled(if: Deploy.has("systemd-analyze")))
     func unitVerifies() async throws {
         let scratch = try ScratchDirectory()
         let unit = try unitCopy(in: scratch)
@@ -48,12 +49,15 @@ struct ServiceFilesTests {
         let shipped = try String(contentsOfFile: Deploy.path("coaty-edge-dashboard.service"), encoding: .utf8)
         #expect(shipped.contains("ExecStart=/usr/local/bin/coaty-edge-dashboard --username coaty-operator "))
         let unit = try scratch.write(
-            shipped.replacingOccurrences(of: "ExecStart=/usr/local/bin/coaty-edge-dashboard", with: "ExecStart=\(program.path)"),
+            shipped.replacingOccurrences(
+                of: "ExecStart=/usr/local/bin/coaty-edge-dashboard", with: "ExecStart=\(program.path)"),
             to: "coaty-edge-dashboard.service")
         let verified = try await Command("systemd-analyze", "verify", "--man=no", unit.path).run()
         #expect(verified.succeeded, "\(verified.errors)")
-        #expect(verified.errors.split(separator: "\n").filter { $0.contains("coaty-edge") }.isEmpty, "\(verified.errors)")
-        let security = try await Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", unit.path).run()
+        #expect(
+            verified.errors.split(separator: "\n").filter { $0.contains("coaty-edge") }.isEmpty, "\(verified.errors)")
+        let security = try await Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", unit.path)
+            .run()
         #expect(security.succeeded, "\(security.output)\(security.errors)")
     }
 
@@ -82,7 +86,8 @@ struct ServiceFilesTests {
         let scratch = try ScratchDirectory()
         let unit = try unitCopy(in: scratch)
         // --threshold counts in tenths: 20 fails the run when the overall exposure exceeds 2.0 of 10.
-        let result = try await Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", unit.path).run()
+        let result = try await Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", unit.path)
+            .run()
         #expect(result.succeeded, "\(result.output)\(result.errors)")
         let passed = Set(
             result.outputLines.filter { $0.hasPrefix("✓") }.compactMap { $0.split(separator: " ").dropFirst().first }

@@ -14,7 +14,8 @@ import Testing
         let temperature = BME280.compensateTemperature(adc: 519888, Self.example)
         #expect(abs(temperature.celsius - 25.08) < 0.005)
         #expect(temperature.fine == 128422)
-        let pressure = try #require(BME280.compensatePressure(adc: 415148, fineTemperature: temperature.fine, Self.example))
+        let pressure = try #require(
+            BME280.compensatePressure(adc: 415148, fineTemperature: temperature.fine, Self.example))
         #expect(abs(pressure - 100653.27) < 0.05)
     }
 
@@ -94,8 +95,9 @@ import Testing
     @Test func followsTheChipAcrossReads() async throws {
         let (hardware, bus, path) = try Emulation.newBus()
         let chip = try hardware.addChip(.bme280, bus: bus, address: 0x77)
-        let sensor = BME280(bus: try I2CBus(path: path), address: 0x77, temperatureOversampling: .x16,
-                            humidityOversampling: .x2, pressureOversampling: .x16)
+        let sensor = BME280(
+            bus: try I2CBus(path: path), address: 0x77, temperatureOversampling: .x16,
+            humidityOversampling: .x2, pressureOversampling: .x16)
         chip.setTemperature(19.0)
         #expect(abs(try await sensor.read()[0].value - 19.0) < 0.01)
         chip.setTemperature(23.5)

@@ -107,18 +107,25 @@ private func eventually(_ condition: () -> Bool) async throws {
     @Test func whatIsNotFoundSaysWhichChipsArePresent() throws {
         let chip = try Chips.new(lines: 8, label: "listed-\(UUID().uuidString.prefix(8))")
         let label = try #require(GPIOChips.info(ofChipAt: chip.path)?.label)
-        #expect(GPIOChips.present().contains { $0.name == "gpiochip\(chip.number)" && $0.label == label && $0.lineCount == 8 })
+        #expect(
+            GPIOChips.present().contains {
+                $0.name == "gpiochip\(chip.number)" && $0.label == label && $0.lineCount == 8
+            })
         do {
             _ = try GPIOChips.resolve(GPIOLineAddress(chip: "pinctrl-bcm2711", offset: 17))
             Issue.record("an absent label resolved")
         } catch {
-            #expect(error.description.hasPrefix("no GPIO chip: no GPIO chip named or labelled \"pinctrl-bcm2711\"; chips present: "))
+            #expect(
+                error.description.hasPrefix(
+                    "no GPIO chip: no GPIO chip named or labelled \"pinctrl-bcm2711\"; chips present: "))
             #expect(error.description.contains("gpiochip\(chip.number) (\(label), 8 lines)"))
         }
         #expect(throws: GPIOError.lineUnavailable("gpiochip\(chip.number) (\(label)) has no line named \"GPIO99\"")) {
             try GPIOChips.resolve(GPIOLineAddress(chip: label, lineName: "GPIO99"))
         }
-        #expect(throws: GPIOError.lineUnavailable("gpiochip\(chip.number) (\(label)) has no line 8; its lines are 0...7")) {
+        #expect(
+            throws: GPIOError.lineUnavailable("gpiochip\(chip.number) (\(label)) has no line 8; its lines are 0...7")
+        ) {
             try GPIOChips.resolve(GPIOLineAddress(chip: label, offset: 8))
         }
     }
@@ -130,7 +137,9 @@ private func eventually(_ condition: () -> Bool) async throws {
         let clock = ContinuousClock()
         let line = try GPIOOutput(chip: chip.path, line: 6)
         var output = try OutputDriver(
-            line: line, logic: OutputLogic(control: .pulse(PulseSettings(duration: .milliseconds(300))), initial: false, safeState: .off),
+            line: line,
+            logic: OutputLogic(
+                control: .pulse(PulseSettings(duration: .milliseconds(300))), initial: false, safeState: .off),
             at: clock.now)
         let start = clock.now
         #expect(output.receive(true, at: start) == .switched(on: true))

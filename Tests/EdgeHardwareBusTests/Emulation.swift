@@ -5,7 +5,7 @@ import Testing
 import CoatyTestSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Fresh emulated buses, one per test, so that tests running side by side do not share chips.

@@ -170,7 +170,9 @@ import Testing
             failure = error
         }
         #expect(seen == [true])
-        #expect(failure as? GPIOError == .io(errno: 5, "cannot read edge events of line 7 of \(chip.path): Input/output error"))
+        #expect(
+            failure as? GPIOError
+                == .io(errno: 5, "cannot read edge events of line 7 of \(chip.path): Input/output error"))
     }
 
     @Test func cancellingTheConsumerEndsTheWatchAndReleasesTheLine() async throws {
@@ -215,7 +217,7 @@ private func waitUntil(_ condition: () throws -> Bool) throws -> Bool {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private func usleepMilliseconds(_ milliseconds: UInt32) {

@@ -5,8 +5,10 @@ import Testing
 
 @Suite struct I2CBusOpeningTests {
     @Test func missingBusNamesThePath() {
-        #expect(throws: SensorError.noDevice(
-            "cannot open I2C bus /dev/i2c-250: No such file or directory (is the I2C interface enabled?)")) {
+        #expect(
+            throws: SensorError.noDevice(
+                "cannot open I2C bus /dev/i2c-250: No such file or directory (is the I2C interface enabled?)")
+        ) {
             try I2CBus(number: 250)
         }
     }

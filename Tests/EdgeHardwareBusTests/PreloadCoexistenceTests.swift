@@ -3,7 +3,7 @@ import CoatyTestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The whole test process runs under the umockdev preload, and once the emulation has started, with a testbed:

@@ -77,6 +77,8 @@ import Testing
         try device.write([0x24, 0x00])
         #expect(throws: SensorError.self) { try device.read(count: 6) }
         // The driver waits the datasheet's time, then reports the chip that has not finished.
-        await #expect(throws: SensorError.self) { try await SHT3x(bus: try I2CBus(path: path), repeatability: .high).read() }
+        await #expect(throws: SensorError.self) {
+            try await SHT3x(bus: try I2CBus(path: path), repeatability: .high).read()
+        }
     }
 }

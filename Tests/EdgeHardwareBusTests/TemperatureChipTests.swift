@@ -32,7 +32,9 @@ import Testing
     }
 
     /// LM75 (9-bit) datasheet table.
-    @Test(arguments: [(0x0FA, 125.0), (0x032, 25.0), (0x001, 0.5), (0x000, 0.0), (0x1FF, -0.5), (0x1CE, -25.0), (0x192, -55.0)])
+    @Test(arguments: [
+        (0x0FA, 125.0), (0x032, 25.0), (0x001, 0.5), (0x000, 0.0), (0x1FF, -0.5), (0x1CE, -25.0), (0x192, -55.0),
+    ])
     func lm75NineBit(digital: Int, celsius: Double) {
         #expect(LM75.celsius(temperatureRegister: UInt16(digital) << 7, variant: .lm75) == celsius)
     }
@@ -175,7 +177,8 @@ import Testing
             try makeSensor(model, path: path, address: 0x76), chip: chip,
             faults: [.noAcknowledge, .noAcknowledge, .wrongChipId, .wrongChipId, nil])
         let poller = SensorPoller(
-            sensor: sensor, interval: .milliseconds(1), backoff: Backoff(minimum: .milliseconds(1), maximum: .milliseconds(1)),
+            sensor: sensor, interval: .milliseconds(1),
+            backoff: Backoff(minimum: .milliseconds(1), maximum: .milliseconds(1)),
             pipelines: [.temperature: ValuePipeline([.round(Rounding(digits: 1))])])
         let events = await Task {
             var events: [SensorEvent] = []
@@ -195,7 +198,9 @@ import Testing
         let (_, _, path) = try Emulation.newBus()
         let sensor = try makeSensor(model, path: path, address: 0x44)
         let error = await #expect(throws: SensorError.self) { try await sensor.read() }
-        #expect(error.map { if case .noDevice(let detail) = $0 { detail.contains("0x44 on \(path)") } else { false } } == true)
+        #expect(
+            error.map { if case .noDevice(let detail) = $0 { detail.contains("0x44 on \(path)") } else { false } }
+                == true)
     }
 
     @Test(arguments: EmulatedChip.Model.allCases)

@@ -14,7 +14,10 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
 
     @Test func switchingReadsBooleansOneAndZeroAndOnOffInAnyCase() {
         var logic = OutputLogic(control: .switching, initial: false, safeState: .off)
-        #expect(states(&logic, [true, false, 1, 0, "on", "OFF", "On", "oFf"]) == [true, false, true, false, true, false, true, false])
+        #expect(
+            states(&logic, [true, false, 1, 0, "on", "OFF", "On", "oFf"]) == [
+                true, false, true, false, true, false, true, false,
+            ])
         #expect(logic.rejectedValues == 0)
     }
 
@@ -95,7 +98,8 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         #expect(heater.hysteresis == nil)
         #expect(states(&heater, [30, -10]) == [true, true])
         #expect(heater.rejectedValues == 0)
-        let (on, off) = try #require(withoutDefaults.thresholds(["setpoints": ["heaterOn": 18], "limits": ["heaterOff": 21]]))
+        let (on, off) = try #require(
+            withoutDefaults.thresholds(["setpoints": ["heaterOn": 18], "limits": ["heaterOff": 21]]))
         #expect(heater.retune(try #require(withoutDefaults.hysteresis(on: on, off: off))) == true)
         #expect(heater.receive(22) == false)
         #expect(withoutDefaults.hysteresis(on: 21, off: 18) == nil)
@@ -115,9 +119,11 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
     /// The driver's start; its decisions take the time as an argument, so these tests set it.
     let start = ContinuousClock.now
 
-    func fanDriver(_ line: RecordingOutput, safeState: SafeState = .off) throws -> OutputDriver<ContinuousClock.Instant> {
+    func fanDriver(_ line: RecordingOutput, safeState: SafeState = .off) throws -> OutputDriver<ContinuousClock.Instant>
+    {
         let fan = try #require(Hysteresis(onAbove: 60, offBelow: 55))
-        return try OutputDriver(line: line, logic: OutputLogic(control: .hysteresis(fan), initial: false, safeState: safeState), at: start)
+        return try OutputDriver(
+            line: line, logic: OutputLogic(control: .hysteresis(fan), initial: false, safeState: safeState), at: start)
     }
 
     @Test func setsTheInitialStateFirst() throws {
@@ -130,7 +136,10 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         let line = RecordingOutput()
         var driver = try fanDriver(line)
         let outcomes = [50, 61, 62, 58, 54, "hot"].map { driver.receive($0, at: start) }
-        #expect(outcomes == [.unchanged, .switched(on: true), .unchanged, .unchanged, .switched(on: false), .rejected("hot")])
+        #expect(
+            outcomes == [
+                .unchanged, .switched(on: true), .unchanged, .unchanged, .switched(on: false), .rejected("hot"),
+            ])
         #expect(line.writes == [false, true, false])
         #expect(driver.logic.rejectedValues == 1)
     }
@@ -166,7 +175,8 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
         let line = RecordingOutput()
         line.failNextWrites([fault])
         #expect(throws: fault) {
-            try OutputDriver(line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .off), at: start)
+            try OutputDriver(
+                line: line, logic: OutputLogic(control: .switching, initial: true, safeState: .off), at: start)
         }
     }
 
@@ -246,7 +256,8 @@ private func states(_ logic: inout OutputLogic, _ values: [JSONValue]) -> [Bool?
 
     @Test func aLineThatCannotBeReadFailsAtOnce() async {
         let fault = GPIOError.lineUnavailable("gpiochip0 line 22 is in use")
-        let result = await collect(InputValues(input: ScriptedInput(initial: .failure(fault), changes: []), mapping: .boolean))
+        let result = await collect(
+            InputValues(input: ScriptedInput(initial: .failure(fault), changes: []), mapping: .boolean))
         #expect(result.values == [])
         #expect(result.error as? GPIOError == fault)
     }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A PWM chip's sysfs directory in a scratch tree, with a stand-in for the kernel: a write to `export` makes the
@@ -40,16 +40,22 @@ final class PWMSysfsTree: @unchecked Sendable {
             try watch(chipDirectory + "/pwm\(channel)", as: "pwm\(channel)/")
         }
         let box = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { argument in
-            let tree = Unmanaged<PWMSysfsTree>.fromOpaque(argument!).takeRetainedValue()
-            tree.respond()
-            return nil
-        }, box)
+        pthread_create(
+            &thread, nil,
+            { argument in
+                let tree = Unmanaged<PWMSysfsTree>.fromOpaque(argument!).takeRetainedValue()
+                tree.respond()
+                return nil
+            }, box)
     }
 
     /// Stops the stand-in kernel; call before the tree goes away.
     func finish() {
-        guard !stopped.withLock({ let was = $0; $0 = true; return was }) else { return }
+        guard
+            !stopped.withLock({
+                let was = $0; $0 = true; return was
+            })
+        else { return }
         stop.store(true, ordering: .relaxed)
         pthread_join(thread, nil)
         close(inotify)
@@ -59,7 +65,8 @@ final class PWMSysfsTree: @unchecked Sendable {
     var writes: [Write] { recorded.withLock { $0 } }
 
     func contents(_ file: String) -> String? {
-        (try? String(contentsOfFile: chipDirectory + "/" + file, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? String(contentsOfFile: chipDirectory + "/" + file, encoding: .utf8))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     private func watch(_ directory: String, as prefix: String) throws {
@@ -78,8 +85,10 @@ final class PWMSysfsTree: @unchecked Sendable {
             var offset = 0
             while offset + 16 <= count {
                 let wd = buffer[offset..<offset + 4].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
-                let length = Int(buffer[offset + 12..<offset + 16].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
-                let name = String(decoding: buffer[offset + 16..<offset + 16 + length].prefix { $0 != 0 }, as: UTF8.self)
+                let length = Int(
+                    buffer[offset + 12..<offset + 16].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+                let name = String(
+                    decoding: buffer[offset + 16..<offset + 16 + length].prefix { $0 != 0 }, as: UTF8.self)
                 offset += 16 + length
                 guard let prefix = watches.withLock({ $0[wd] }), !name.isEmpty else { continue }
                 let file = prefix + name

@@ -28,14 +28,16 @@ import Testing
     @Test func invertingARunningChannelStopsItFirstAndShortensTheDutyBeforeThePeriod() throws {
         // Exported and running at 1 kHz, 70 %: the new period (40 µs) is shorter than the old duty cycle (700 µs).
         let sysfs = try PWMSysfsTree(
-            channels: 1, exported: [0: ["period": "1000000", "duty_cycle": "700000", "polarity": "normal", "enable": "1"]])
+            channels: 1,
+            exported: [0: ["period": "1000000", "duty_cycle": "700000", "polarity": "normal", "enable": "1"]])
         defer { sysfs.finish() }
         let channel = SysfsPWMChannel(sysfsRoot: sysfs.tree.root, chip: "pwmchip0", channel: 0)
         try channel.start(frequency: 25_000, inverted: true, duty: 0.5)
         try waitForWrites(sysfs, 6)
-        #expect(sysfs.writes.map(\.file) == [
-            "pwm0/enable", "pwm0/duty_cycle", "pwm0/period", "pwm0/polarity", "pwm0/duty_cycle", "pwm0/enable",
-        ])
+        #expect(
+            sysfs.writes.map(\.file) == [
+                "pwm0/enable", "pwm0/duty_cycle", "pwm0/period", "pwm0/polarity", "pwm0/duty_cycle", "pwm0/enable",
+            ])
         #expect(sysfs.writes.contains { $0.file == "export" } == false)
         #expect(sysfs.contents("pwm0/polarity") == "inversed")
         #expect(sysfs.contents("pwm0/period") == "40000")
@@ -117,11 +119,15 @@ import Testing
 
     /// A channel exported already, stopped, at 25 kHz (40000 ns).
     private func makeTree() throws -> PWMSysfsTree {
-        try PWMSysfsTree(channels: 1, exported: [0: ["period": "40000", "duty_cycle": "0", "polarity": "normal", "enable": "0"]])
+        try PWMSysfsTree(
+            channels: 1, exported: [0: ["period": "40000", "duty_cycle": "0", "polarity": "normal", "enable": "0"]])
     }
 
-    private func driver(_ sysfs: PWMSysfsTree, _ settings: PWMSettings, _ control: PWMControl = .direct) throws -> Driver {
-        try Driver(channel: SysfsPWMChannel(sysfsRoot: sysfs.tree.root, chip: "pwmchip0", channel: 0), settings: settings,
+    private func driver(_ sysfs: PWMSysfsTree, _ settings: PWMSettings, _ control: PWMControl = .direct) throws
+        -> Driver
+    {
+        try Driver(
+            channel: SysfsPWMChannel(sysfsRoot: sysfs.tree.root, chip: "pwmchip0", channel: 0), settings: settings,
             control: control, at: start)
     }
 
@@ -177,7 +183,8 @@ import Testing
         // From standstill it starts at its minimum, then climbs 10 % per second.
         #expect(pwm.receive(50, at: start) == .set(duty: 20, next: start + step))
         #expect(pwm.advance(at: start + .seconds(1)) == .set(duty: 30, next: start + .seconds(1) + step))
-        #expect(pwm.advance(at: start + .milliseconds(1500)) == .set(duty: 35, next: start + .milliseconds(1500) + step))
+        #expect(
+            pwm.advance(at: start + .milliseconds(1500)) == .set(duty: 35, next: start + .milliseconds(1500) + step))
         #expect(pwm.advance(at: start + .seconds(5)) == .set(duty: 50, next: nil))
         #expect(nanoseconds(sysfs) == "20000")
         // Idle for a minute, then down: the slew counts from the new value, not from the last step.
@@ -207,7 +214,8 @@ import Testing
     @Test func sharedPointsWithoutADefaultIgnoreValuesUntilTheyArrive() throws {
         let sysfs = try makeTree()
         defer { sysfs.finish() }
-        var pwm = try driver(sysfs, PWMSettings(), .curve(CurveSettings(points: .shared(object: "fan", key: "curve", fallback: nil))))
+        var pwm = try driver(
+            sysfs, PWMSettings(), .curve(CurveSettings(points: .shared(object: "fan", key: "curve", fallback: nil))))
         #expect(pwm.receive(64, at: start) == .rejected(64, reason: "the curve has no points yet"))
         #expect(pwm.retune(try FanCurve(json: [[40, 0], [80, 100]]), at: start) == .unchanged(next: nil))
         #expect(pwm.receive(60, at: start) == .set(duty: 50, next: nil))
@@ -231,10 +239,13 @@ import Testing
 @Suite struct PulseOutputLogicTests {
     let start = ContinuousClock.now
 
-    private func driver(_ line: RecordingOutput, _ pulse: PulseSettings, limits: SwitchingLimits = SwitchingLimits()) throws
+    private func driver(_ line: RecordingOutput, _ pulse: PulseSettings, limits: SwitchingLimits = SwitchingLimits())
+        throws
         -> OutputDriver<ContinuousClock.Instant>
     {
-        try OutputDriver(line: line, logic: OutputLogic(control: .pulse(pulse), initial: false, safeState: .off), limits: limits, at: start)
+        try OutputDriver(
+            line: line, logic: OutputLogic(control: .pulse(pulse), initial: false, safeState: .off), limits: limits,
+            at: start)
     }
 
     @Test func aPulseSwitchesOnForItsTimeThenOff() throws {
@@ -265,7 +276,8 @@ import Testing
         #expect(restarting.receive(true, at: start + .milliseconds(1500)) == .unchanged)
         #expect(restarting.pulseDeadline == start + .milliseconds(3500))
 
-        var extending = try driver(RecordingOutput(), PulseSettings(duration: .seconds(2), maximum: .seconds(5), retrigger: .extend))
+        var extending = try driver(
+            RecordingOutput(), PulseSettings(duration: .seconds(2), maximum: .seconds(5), retrigger: .extend))
         _ = extending.receive(true, at: start)
         _ = extending.receive(true, at: start + .milliseconds(500))
         #expect(extending.pulseDeadline == start + .seconds(4))
@@ -275,7 +287,8 @@ import Testing
 
     @Test func aPulseHeldBackByMinOffTimeCountsFromItsSwitch() throws {
         let line = RecordingOutput()
-        var output = try driver(line, PulseSettings(duration: .seconds(2)), limits: SwitchingLimits(minimumOff: .seconds(5)))
+        var output = try driver(
+            line, PulseSettings(duration: .seconds(2)), limits: SwitchingLimits(minimumOff: .seconds(5)))
         #expect(output.receive(true, at: start + .seconds(1)) == .suppressed(on: true, remaining: .seconds(4)))
         #expect(output.settle(at: start + .seconds(5)) == .switched(on: true))
         #expect(output.pulseDeadline == start + .seconds(7))
@@ -313,8 +326,11 @@ import Testing
         #expect(try String(contentsOfFile: file.path, encoding: .utf8) == "{\"total\": 123456789}\n")
         #expect(FileManager.default.fileExists(atPath: file.path + ".tmp") == false)
         try tree.write("water.count", "{\"total\": -3}")
-        #expect(throws: CounterStateFile.Failure(
-            description: "\(file.path): $.total: not a count; expected {\"total\": <whole number>} (fix or remove the file)")) {
+        #expect(
+            throws: CounterStateFile.Failure(
+                description:
+                    "\(file.path): $.total: not a count; expected {\"total\": <whole number>} (fix or remove the file)")
+        ) {
             try file.load()
         }
     }

@@ -66,7 +66,10 @@ private func run(
     func everySensorIsReadOnItsOwnIntervalAndPhaseAndItsValuesAreItsOwn() async {
         let sensors = [SteadySensor(1, clock: clock), SteadySensor(2, clock: clock), SteadySensor(3, clock: clock)]
         let loop = SensorPollLoop(
-            [entry(sensors[0], every: 10), entry(sensors[1], every: 10, phase: 5), entry(sensors[2], every: 3, phase: 1)],
+            [
+                entry(sensors[0], every: 10), entry(sensors[1], every: 10, phase: 5),
+                entry(sensors[2], every: 3, phase: 1),
+            ],
             clock: clock, coalescing: .zero)
         let delivered = await run(loop) { $0.time > 30 }
 
@@ -86,17 +89,19 @@ private func run(
         let eio = SensorError.io(errno: 5, "/sys/class/thermal/thermal_zone7/temp")
         let failing = ScriptedSensor(clock: clock, [.fail(eio), .fail(eio), .temperature(20), .temperature(21)])
         let steady = SteadySensor(5, clock: clock)
-        let loop = SensorPollLoop([entry(failing, every: 10), entry(steady, every: 1)], clock: clock, coalescing: .zero)
+        let loop = SensorPollLoop(
+            [entry(failing, every: 10), entry(steady, every: 1)], clock: clock, coalescing: .zero)
         // The scripted sensor ends the run at its fifth read (23 s).
         let delivered = await run(loop)
 
         #expect(failing.readTimes.map(\.offset) == [0, 1, 3, 13, 23].map { Duration.seconds($0) })
-        #expect(delivered.filter { $0.sensor == 0 && $0.time < 23 } == [
-            Delivered(time: 0, sensor: 0, event: .failed(eio)),
-            Delivered(time: 3, sensor: 0, event: .recovered(failedAttempts: 2)),
-            Delivered(time: 3, sensor: 0, event: .value(.temperature, 20)),
-            Delivered(time: 13, sensor: 0, event: .value(.temperature, 21)),
-        ])
+        #expect(
+            delivered.filter { $0.sensor == 0 && $0.time < 23 } == [
+                Delivered(time: 0, sensor: 0, event: .failed(eio)),
+                Delivered(time: 3, sensor: 0, event: .recovered(failedAttempts: 2)),
+                Delivered(time: 3, sensor: 0, event: .value(.temperature, 20)),
+                Delivered(time: 13, sensor: 0, event: .value(.temperature, 21)),
+            ])
         // Read every second throughout, while the other one failed and was retried.
         #expect(steady.readTimes.filter { $0 <= 22 } == (0...22).map(Double.init))
     }
@@ -104,7 +109,8 @@ private func run(
     @Test(.timeLimit(.minutes(1)))
     func aSlowReadIsNotMadeUpAndTheScheduleContinuesFromIt() async {
         // Its read takes 25 s of clock time: two polls come due meanwhile, and one read makes up for both.
-        let slow = ScriptedSensor(clock: clock, [.slow(.seconds(25), [Measurement(.temperature, 20)]), .temperature(21)])
+        let slow = ScriptedSensor(
+            clock: clock, [.slow(.seconds(25), [Measurement(.temperature, 20)]), .temperature(21)])
         let loop = SensorPollLoop([entry(slow, every: 10)], clock: clock, coalescing: .zero)
         let delivered = await run(loop)
         #expect(slow.readTimes.map(\.offset) == [0, 25, 35].map { Duration.seconds($0) })

@@ -49,33 +49,39 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
     @Test func pollsAtOnceAndThenEveryInterval() async {
         let sensor = ScriptedSensor(clock: clock, [.temperature(20), .temperature(21), .temperature(22)])
         let events = await collect(poller(sensor))
-        #expect(events == [
-            TimedEvent(0, .value(.temperature, 20)), TimedEvent(10, .value(.temperature, 21)),
-            TimedEvent(20, .value(.temperature, 22)),
-        ])
+        #expect(
+            events == [
+                TimedEvent(0, .value(.temperature, 20)), TimedEvent(10, .value(.temperature, 21)),
+                TimedEvent(20, .value(.temperature, 22)),
+            ])
         #expect(sensor.readTimes == seconds([0, 10, 20, 30]))
     }
 
     @Test func publishesTheConfiguredQuantitiesThroughTheirPipelinesInTheSensorsOrder() async {
         let reading = [Measurement(.temperature, 21.04), Measurement(.humidity, 45.5), Measurement(.pressure, 1013.25)]
         let sensor = ScriptedSensor([.temperature, .humidity, .pressure], clock: clock, [.measure(reading)])
-        let pipelines: [Quantity: ValuePipeline] = [.pressure: ValuePipeline(), .temperature: ValuePipeline([.round(Rounding(digits: 1))])]
+        let pipelines: [Quantity: ValuePipeline] = [
+            .pressure: ValuePipeline(), .temperature: ValuePipeline([.round(Rounding(digits: 1))]),
+        ]
         let events = await collect(poller(sensor, pipelines: pipelines))
         #expect(events == [TimedEvent(0, .value(.temperature, 21)), TimedEvent(0, .value(.pressure, 1013.25))])
     }
 
     @Test func aReadingWithoutAPublishedQuantityIsAFailure() async {
         let sensor = ScriptedSensor([.temperature, .pressure], clock: clock, [.temperature(20)])
-        let events = await collect(poller(sensor, pipelines: [.temperature: ValuePipeline(), .pressure: ValuePipeline()]))
+        let events = await collect(
+            poller(sensor, pipelines: [.temperature: ValuePipeline(), .pressure: ValuePipeline()]))
         #expect(events == [TimedEvent(0, .failed(.invalidReading("scripted sensor returned no pressure")))])
     }
 
     @Test func failingSensorIsRetriedWithExponentialBackoffAndRecoversByItself() async {
-        let sensor = ScriptedSensor(clock: clock, [
-            .temperature(20),
-            .fail(noDevice), .fail(noDevice), .fail(eio), .fail(eio), .fail(eio), .fail(eio),
-            .temperature(21), .temperature(22),
-        ])
+        let sensor = ScriptedSensor(
+            clock: clock,
+            [
+                .temperature(20),
+                .fail(noDevice), .fail(noDevice), .fail(eio), .fail(eio), .fail(eio), .fail(eio),
+                .temperature(21), .temperature(22),
+            ])
         let poller = poller(sensor, backoff: Backoff(minimum: .seconds(1), maximum: .seconds(8)))
         let statuses = Mutex<[Status]>([])
         sensor.observeReads { statuses.withLock { $0.append(poller.status) } }
@@ -83,35 +89,41 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
         let events = await collect(poller)
 
         // The change of reason at 13 is reported (a stale reason would mislead); the retries that fail alike are not.
-        #expect(events == [
-            TimedEvent(0, .value(.temperature, 20)),
-            TimedEvent(10, .failed(noDevice)), TimedEvent(13, .failed(eio)),
-            TimedEvent(41, .recovered(failedAttempts: 6)), TimedEvent(41, .value(.temperature, 21)),
-            TimedEvent(51, .value(.temperature, 22)),
-        ])
+        #expect(
+            events == [
+                TimedEvent(0, .value(.temperature, 20)),
+                TimedEvent(10, .failed(noDevice)), TimedEvent(13, .failed(eio)),
+                TimedEvent(41, .recovered(failedAttempts: 6)), TimedEvent(41, .value(.temperature, 21)),
+                TimedEvent(51, .value(.temperature, 22)),
+            ])
         // Failures at 10, 11, 13, 17, 25 and 33 are retried after 1, 2, 4, 8 (the cap) and 8 seconds.
         #expect(sensor.readTimes == seconds([0, 10, 11, 13, 17, 25, 33, 41, 51, 61]))
         let since = VirtualClock.at(10)
-        #expect(statuses.withLock { $0 } == [
-            .ok, .ok,
-            .failing(since: since, error: noDevice, attempts: 1), .failing(since: since, error: noDevice, attempts: 2),
-            .failing(since: since, error: eio, attempts: 3), .failing(since: since, error: eio, attempts: 4),
-            .failing(since: since, error: eio, attempts: 5), .failing(since: since, error: eio, attempts: 6),
-            .ok, .ok,
-        ])
+        #expect(
+            statuses.withLock { $0 } == [
+                .ok, .ok,
+                .failing(since: since, error: noDevice, attempts: 1),
+                .failing(since: since, error: noDevice, attempts: 2),
+                .failing(since: since, error: eio, attempts: 3), .failing(since: since, error: eio, attempts: 4),
+                .failing(since: since, error: eio, attempts: 5), .failing(since: since, error: eio, attempts: 6),
+                .ok, .ok,
+            ])
     }
 
     @Test func backoffStartsOverAfterARecovery() async {
-        let sensor = ScriptedSensor(clock: clock, [
-            .fail(eio), .fail(eio), .temperature(20), .fail(noDevice), .temperature(21),
-        ])
+        let sensor = ScriptedSensor(
+            clock: clock,
+            [
+                .fail(eio), .fail(eio), .temperature(20), .fail(noDevice), .temperature(21),
+            ])
         let events = await collect(poller(sensor, backoff: Backoff(minimum: .seconds(2), maximum: .seconds(60))))
-        #expect(events == [
-            TimedEvent(0, .failed(eio)),
-            TimedEvent(6, .recovered(failedAttempts: 2)), TimedEvent(6, .value(.temperature, 20)),
-            TimedEvent(16, .failed(noDevice)),
-            TimedEvent(18, .recovered(failedAttempts: 1)), TimedEvent(18, .value(.temperature, 21)),
-        ])
+        #expect(
+            events == [
+                TimedEvent(0, .failed(eio)),
+                TimedEvent(6, .recovered(failedAttempts: 2)), TimedEvent(6, .value(.temperature, 20)),
+                TimedEvent(16, .failed(noDevice)),
+                TimedEvent(18, .recovered(failedAttempts: 1)), TimedEvent(18, .value(.temperature, 21)),
+            ])
         #expect(sensor.readTimes == seconds([0, 2, 6, 16, 18, 28]))
     }
 
@@ -139,14 +151,17 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
     }
 
     @Test func aPollThatComesDueDuringASlowReadRunsAtOnceAndTheScheduleContinuesFromThere() async {
-        let sensor = ScriptedSensor(clock: clock, [
-            .temperature(1), .slow(.seconds(15), [Measurement(.temperature, 2)]), .temperature(3), .temperature(4),
-        ])
+        let sensor = ScriptedSensor(
+            clock: clock,
+            [
+                .temperature(1), .slow(.seconds(15), [Measurement(.temperature, 2)]), .temperature(3), .temperature(4),
+            ])
         let events = await collect(poller(sensor))
-        #expect(events == [
-            TimedEvent(0, .value(.temperature, 1)), TimedEvent(25, .value(.temperature, 2)),
-            TimedEvent(25, .value(.temperature, 3)), TimedEvent(35, .value(.temperature, 4)),
-        ])
+        #expect(
+            events == [
+                TimedEvent(0, .value(.temperature, 1)), TimedEvent(25, .value(.temperature, 2)),
+                TimedEvent(25, .value(.temperature, 3)), TimedEvent(35, .value(.temperature, 4)),
+            ])
         #expect(sensor.readTimes == seconds([0, 10, 25, 35, 45]))
     }
 
@@ -155,10 +170,11 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
         let sensor = ScriptedSensor(clock: clock, Array(repeating: .temperature(20), count: 8))
         let pipeline = ValuePipeline([.deadband(Deadband(threshold: 0.1)), .heartbeat(Heartbeat(period: .seconds(30)))])
         let events = await collect(poller(sensor, pipelines: [.temperature: pipeline]))
-        #expect(events == [
-            TimedEvent(0, .value(.temperature, 20)), TimedEvent(30, .value(.temperature, 20)),
-            TimedEvent(60, .value(.temperature, 20)),
-        ])
+        #expect(
+            events == [
+                TimedEvent(0, .value(.temperature, 20)), TimedEvent(30, .value(.temperature, 20)),
+                TimedEvent(60, .value(.temperature, 20)),
+            ])
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -169,7 +185,8 @@ private func seconds(_ values: [Double]) -> [VirtualClock.Instant] {
             func read() async throws(SensorError) -> [Measurement] { [Measurement(.temperature, 20)] }
         }
         let poller = SensorPoller(
-            sensor: SteadySensor(), interval: .seconds(3600), backoff: Backoff(minimum: .seconds(1), maximum: .seconds(2)),
+            sensor: SteadySensor(), interval: .seconds(3600),
+            backoff: Backoff(minimum: .seconds(1), maximum: .seconds(2)),
             pipelines: [.temperature: ValuePipeline()])
         let (firstEvent, signal) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {

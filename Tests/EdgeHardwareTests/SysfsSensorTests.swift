@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import CoatyJSON
 import Testing
@@ -44,8 +44,9 @@ import Testing
     @Test func failedCRCIsAChecksumMismatch() async throws {
         let tree = try SysfsTree()
         try tree.write("bus/w1/devices/\(id)/w1_slave", slaveFile(crc: "57 NO", t: "23125"))
-        await #expect(throws: SensorError.checksumMismatch(
-            "\(path(tree)) reports \"72 01 4b 46 7f ff 0e 10 57 : crc=57 NO\"")
+        await #expect(
+            throws: SensorError.checksumMismatch(
+                "\(path(tree)) reports \"72 01 4b 46 7f ff 0e 10 57 : crc=57 NO\"")
         ) {
             try await DS18B20(deviceId: id, sysfsRoot: tree.root).read()
         }
@@ -54,19 +55,25 @@ import Testing
     @Test func powerOnValueIsNotAReading() async throws {
         let tree = try SysfsTree()
         try tree.write("bus/w1/devices/\(id)/w1_slave", slaveFile(crc: "2d YES", t: "85000"))
-        await #expect(throws: SensorError.invalidReading(
-            "\(path(tree)) holds the power-on value 85 °C, not a measurement")
+        await #expect(
+            throws: SensorError.invalidReading(
+                "\(path(tree)) holds the power-on value 85 °C, not a measurement")
         ) {
             try await DS18B20(deviceId: id, sysfsRoot: tree.root).read()
         }
     }
 
-    @Test(arguments: [("127937", "implausible reading 127.937 °C (range -55...125)"),
-                      ("-55001", "implausible reading -55.001 °C (range -55...125)")])
+    @Test(arguments: [
+        ("127937", "implausible reading 127.937 °C (range -55...125)"),
+        ("-55001", "implausible reading -55.001 °C (range -55...125)"),
+    ])
     func valueOutsideTheDatasheetRangeIsAnImplausibleReading(millidegrees: String, reason: String) async throws {
         let result = try await read(slaveFile(t: millidegrees))
-        #expect(result == .failure(.implausibleReading(
-            Measurement(.temperature, Double(millidegrees)! / 1000), range: DS18B20.temperatureRange)))
+        #expect(
+            result
+                == .failure(
+                    .implausibleReading(
+                        Measurement(.temperature, Double(millidegrees)! / 1000), range: DS18B20.temperatureRange)))
         if case .failure(let error) = result { #expect(error.description == reason) }
     }
 
@@ -75,8 +82,9 @@ import Testing
         try tree.write(
             "bus/w1/devices/\(id)/w1_slave",
             "00 00 00 00 00 00 00 00 00 : crc=00 YES\n00 00 00 00 00 00 00 00 00 t=0\n")
-        await #expect(throws: SensorError.invalidReading(
-            "\(path(tree)) holds an all-zero scratchpad; is the data line shorted?")
+        await #expect(
+            throws: SensorError.invalidReading(
+                "\(path(tree)) holds an all-zero scratchpad; is the data line shorted?")
         ) {
             try await DS18B20(deviceId: id, sysfsRoot: tree.root).read()
         }
@@ -104,8 +112,9 @@ import Testing
     @Test func longGarbageIsCutShortInTheMessage() async throws {
         let tree = try SysfsTree()
         try tree.write("bus/w1/devices/\(id)/w1_slave", String(repeating: "x", count: 500))
-        await #expect(throws: SensorError.invalidReading(
-            "\(path(tree)) holds \"\(String(repeating: "x", count: 120))\"...")
+        await #expect(
+            throws: SensorError.invalidReading(
+                "\(path(tree)) holds \"\(String(repeating: "x", count: 120))\"...")
         ) {
             try await DS18B20(deviceId: id, sysfsRoot: tree.root).read()
         }
@@ -218,9 +227,14 @@ import Testing
     func valueOutsideTheRangeIsAnImplausibleReading(millidegrees: String, reason: String) async throws {
         let tree = try SysfsTree()
         try tree.write("class/thermal/thermal_zone0/temp", millidegrees + "\n")
-        let error = await #expect(throws: SensorError.self) { try await ThermalZone(zone: 0, sysfsRoot: tree.root).read() }
+        let error = await #expect(throws: SensorError.self) {
+            try await ThermalZone(zone: 0, sysfsRoot: tree.root).read()
+        }
         #expect(error?.description == reason)
-        #expect(error == .implausibleReading(Measurement(.temperature, Double(millidegrees)! / 1000), range: ThermalZone.temperatureRange))
+        #expect(
+            error
+                == .implausibleReading(
+                    Measurement(.temperature, Double(millidegrees)! / 1000), range: ThermalZone.temperatureRange))
     }
 
     @Test func readsTheRangeLimits() async throws {
@@ -262,7 +276,8 @@ import Testing
         try tree.makeDirectory("class/thermal/thermal_zonex")
         let zones = ThermalZone.discover(sysfsRoot: tree.root)
         #expect(zones.map(\.zone) == [0, 1, 10])
-        #expect(zones.map(\.label) == ["thermal zone 0 (cpu-thermal)", "thermal zone 1", "thermal zone 10 (gpu-thermal)"])
+        #expect(
+            zones.map(\.label) == ["thermal zone 0 (cpu-thermal)", "thermal zone 1", "thermal zone 10 (gpu-thermal)"])
     }
 
     @Test func discoversNothingWithoutThermalClass() throws {

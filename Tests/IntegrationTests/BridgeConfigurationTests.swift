@@ -34,7 +34,8 @@ import Testing
                 """
             try (header + configuration).write(to: file, atomically: true, encoding: .utf8)
             process = try MQTTTestSupport.ChildProcess(
-                try findTool("mosquitto"), arguments: ["-c", file.path], errorFile: directory.appending(path: "\(name).stderr"))
+                try findTool("mosquitto"), arguments: ["-c", file.path],
+                errorFile: directory.appending(path: "\(name).stderr"))
         }
 
         var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
@@ -66,24 +67,32 @@ import Testing
             try findTool("mosquitto_passwd"), arguments: ["-c", "-b", passwords.path, "site-greenhouse", password],
             errorFile: directory.appending(path: "passwd.stderr"))
         try await passwd.waitForExit()
-        try FileManager.default.copyItem(at: Self.bridgeDirectory.appending(path: "central.acl"), to: directory.appending(path: "bridges.acl"))
+        try FileManager.default.copyItem(
+            at: Self.bridgeDirectory.appending(path: "central.acl"), to: directory.appending(path: "bridges.acl"))
 
         let bridgePort = try freeLoopbackPort()
         var central = try String(contentsOf: Self.bridgeDirectory.appending(path: "central.conf"), encoding: .utf8)
         central = try Self.replacing("\nlistener 8885\n", with: "\nlistener \(bridgePort) 127.0.0.1\n", in: central)
-        central = try Self.replacing("/etc/mosquitto/ca_certificates/coaty-edge-ca.crt", with: certificates.caFile, in: central)
-        central = try Self.replacing("/etc/mosquitto/certs/coaty-edge-server.crt", with: certificates.serverCertFile, in: central)
-        central = try Self.replacing("/etc/mosquitto/certs/coaty-edge-server.key", with: certificates.serverKeyFile, in: central)
+        central = try Self.replacing(
+            "/etc/mosquitto/ca_certificates/coaty-edge-ca.crt", with: certificates.caFile, in: central)
+        central = try Self.replacing(
+            "/etc/mosquitto/certs/coaty-edge-server.crt", with: certificates.serverCertFile, in: central)
+        central = try Self.replacing(
+            "/etc/mosquitto/certs/coaty-edge-server.key", with: certificates.serverKeyFile, in: central)
         central = try Self.replacing("/etc/mosquitto/coaty-edge-bridges.passwd", with: passwords.path, in: central)
-        central = try Self.replacing("/etc/mosquitto/coaty-edge-bridges.acl", with: directory.appending(path: "bridges.acl").path, in: central)
-        let centralBroker = try Broker("central", configuration: central, clientPort: try freeLoopbackPort(), directory: directory)
+        central = try Self.replacing(
+            "/etc/mosquitto/coaty-edge-bridges.acl", with: directory.appending(path: "bridges.acl").path, in: central)
+        let centralBroker = try Broker(
+            "central", configuration: central, clientPort: try freeLoopbackPort(), directory: directory)
 
         var site = try String(contentsOf: Self.bridgeDirectory.appending(path: "site.conf"), encoding: .utf8)
         site = try Self.replacing("central.example.net:8885", with: "127.0.0.1:\(bridgePort)", in: site)
         site = try Self.replacing("CHANGE-ME", with: password, in: site)
-        site = try Self.replacing("/etc/mosquitto/ca_certificates/coaty-edge-central-ca.crt", with: certificates.caFile, in: site)
+        site = try Self.replacing(
+            "/etc/mosquitto/ca_certificates/coaty-edge-central-ca.crt", with: certificates.caFile, in: site)
         site = try Self.replacing("SITE", with: "greenhouse", in: site)
-        let siteBroker = try Broker("site", configuration: site, clientPort: try freeLoopbackPort(), directory: directory)
+        let siteBroker = try Broker(
+            "site", configuration: site, clientPort: try freeLoopbackPort(), directory: directory)
 
         let onCentral = try await centralBroker.client()
         try await onCentral.subscribe(["coaty/#", "bridges/#"])

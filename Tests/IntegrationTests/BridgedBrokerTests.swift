@@ -17,7 +17,8 @@ import Testing
     static let temperature = "coaty.test.Temperature[Celsius]"
 
     func agent(
-        _ name: String, on broker: TestBroker, nodes: [IoNodeDefinition] = [], controllers: [(name: String, controller: any Controller)]
+        _ name: String, on broker: TestBroker, nodes: [IoNodeDefinition] = [],
+        controllers: [(name: String, controller: any Controller)]
     ) async throws -> Container {
         try await Container.resolve(
             configuration: Configuration(
@@ -49,7 +50,9 @@ import Testing
         let brokers = try await BridgedBrokers.started(sites: 2)
         let (central, siteA, siteB) = (brokers.central, brokers.sites[0], brokers.sites[1])
         var sniffers: [TestClient] = []
-        for broker in brokers.all { sniffers.append(try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/#"])) }
+        for broker in brokers.all {
+            sniffers.append(try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/#"]))
+        }
 
         let contextName = "Hall"
         let source = IoSource(name: "Boiler", valueType: Self.temperature)
@@ -71,11 +74,19 @@ import Testing
             controllers: [("Sources", sources)])
         let normalAgent = try await agent(
             "normal actor on B", on: siteB,
-            nodes: [IoNodeDefinition(contextName: contextName, ioActors: [normal], characteristics: ["isResponsibleForOperatingState": "normal"])],
+            nodes: [
+                IoNodeDefinition(
+                    contextName: contextName, ioActors: [normal],
+                    characteristics: ["isResponsibleForOperatingState": "normal"])
+            ],
             controllers: [("Actors", normalActors)])
         let emergencyAgent = try await agent(
             "emergency actor on A", on: siteA,
-            nodes: [IoNodeDefinition(contextName: contextName, ioActors: [emergency], characteristics: ["isResponsibleForOperatingState": "emergency"])],
+            nodes: [
+                IoNodeDefinition(
+                    contextName: contextName, ioActors: [emergency],
+                    characteristics: ["isResponsibleForOperatingState": "emergency"])
+            ],
             controllers: [("Actors", emergencyActors)])
         let routerAgent = try await agent("router on central", on: central, controllers: [("Router", router)])
         let normalValues = Recorder(normalActors.values(of: normal))
@@ -96,11 +107,14 @@ import Testing
         // A context switch from site B: the router on the central broker answers across one bridge and re-routes.
         var switched = router.context
         switched["operatingState"] = "emergency"
-        let completes = Recorder(try normalAgent.communicationManager.publishUpdate(UpdateEvent(object: switched.object), timeout: .seconds(30)))
+        let completes = Recorder(
+            try normalAgent.communicationManager.publishUpdate(
+                UpdateEvent(object: switched.object), timeout: .seconds(30)))
         let complete = try #require(try await completes.wait(count: 1, within: .seconds(30)).first)
         #expect(complete.event.object["operatingState"] == "emergency")
         try await poll(within: .seconds(60), "the route to the emergency actor") {
-            emergencyActors.isAssociated(emergency) && !normalActors.isAssociated(normal) && sources.isAssociated(source)
+            emergencyActors.isAssociated(emergency) && !normalActors.isAssociated(normal)
+                && sources.isAssociated(source)
         }
         try await brokers.waitUntilBridged()
         for index in 10..<15 { try sources.publish(.number(Double(index)), from: source) }
@@ -126,9 +140,12 @@ import Testing
     /// a client and sends every message back to the site it came from, where it arrives a second time.
     @Test func aBridgeWithoutTryPrivateDeliversDuplicatesTheCheckCatches() async throws {
         for tryPrivate in [false, true] {
-            let brokers = try await BridgedBrokers.started(sites: 2, bridge: BridgedBrokers.Bridge(tryPrivate: tryPrivate))
+            let brokers = try await BridgedBrokers.started(
+                sites: 2, bridge: BridgedBrokers.Bridge(tryPrivate: tryPrivate))
             var sniffers: [TestClient] = []
-            for broker in brokers.all { sniffers.append(try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/#"])) }
+            for broker in brokers.all {
+                sniffers.append(try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/#"]))
+            }
             let publisher = try await TestClient.connected(to: brokers.sites[0])
             for index in 0..<10 { try publisher.publish("coaty/3/-/IOV/\(UUID().uuidString)", "\(index)") }
             let duplicates = try await Self.duplicateValues(brokers, sniffers)
@@ -153,8 +170,11 @@ import Testing
     /// a message from the central broker reaches both sites once.
     @Test func sharedObjectsWorkAcrossTheBridges() async throws {
         let brokers = try await BridgedBrokers.started(sites: 2)
-        func sharedAgent(_ name: String, on broker: TestBroker) async throws -> (CommunicationManager, SharedObjects, Task<Void, Never>) {
-            let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+        func sharedAgent(_ name: String, on broker: TestBroker) async throws -> (
+            CommunicationManager, SharedObjects, Task<Void, Never>
+        ) {
+            let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport()
+            }
             let manager = scenarios.agent(name)
             let shared = SharedObjects(manager: manager, clock: ContinuousClock(), requestTimeout: .seconds(10))
             let task = Task { await shared.run() }
@@ -179,7 +199,8 @@ import Testing
         #expect(host.1.hostedObjects.first?.data == ["fanOn": 62])
 
         try await watching.send(["text": "door open"])
-        let message = SharedObjectEvent.message(SharedMessage(message: ["text": "door open"], senderId: watcher.0.identity.objectId))
+        let message = SharedObjectEvent.message(
+            SharedMessage(message: ["text": "door open"], senderId: watcher.0.identity.objectId))
         try await written.wait(within: .seconds(30)) { $0.contains(message) }
         try await brokers.waitUntilBridged()
         #expect(written.elements.filter { $0 == message }.count == 1)
@@ -199,7 +220,8 @@ import Testing
         let brokers = try await BridgedBrokers.started(sites: 2)
         var observers: [(CommunicationManager, AgentPresence, Recorder<PresenceChange>, Task<Void, Never>)] = []
         for broker in [brokers.sites[1], brokers.central] {
-            let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
+            let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport()
+            }
             let manager = scenarios.agent("observer")
             let presence = AgentPresence(manager: manager)
             let changes = Recorder(presence.changes())
@@ -208,15 +230,19 @@ import Testing
             observers.append((manager, presence, changes, task))
         }
         let connection = TransportHandle()
-        let node = IoNodeDefinition(contextName: "Hall", ioSources: [IoSource(name: "Boiler", valueType: Self.temperature)])
+        let node = IoNodeDefinition(
+            contextName: "Hall", ioSources: [IoSource(name: "Boiler", valueType: Self.temperature)])
         let site = try await Container.resolve(
             configuration: Configuration(
-                identity: Identity(name: "agent on A"), ioNodes: [node], communication: CommunicationOptions(port: brokers.sites[0].port)),
+                identity: Identity(name: "agent on A"), ioNodes: [node],
+                communication: CommunicationOptions(port: brokers.sites[0].port)),
             controllers: [], makeTransport: connection.capturing { () throws(MQTTError) in try MosquittoTransport() })
         site.start()
         let agentId = site.communicationManager.identity.objectId
         for observer in observers {
-            try await observer.2.wait(within: .seconds(30)) { changes in changes.contains { if case .joined(let agent) = $0 { agent.agentId == agentId } else { false } } }
+            try await observer.2.wait(within: .seconds(30)) { changes in
+                changes.contains { if case .joined(let agent) = $0 { agent.agentId == agentId } else { false } }
+            }
             // The IO node is a separate advertisement, which may come after the identity.
             try await poll(within: .seconds(30), "the agent's IO node across the bridge") {
                 observer.1.agent(agentId)?.ioNodes.first?.ioSources.first?.name == "Boiler"
@@ -225,7 +251,9 @@ import Testing
 
         await connection.breakOff()
         for observer in observers {
-            try await observer.2.wait(within: .seconds(30)) { changes in changes.contains { if case .left(let agent) = $0 { agent.agentId == agentId } else { false } } }
+            try await observer.2.wait(within: .seconds(30)) { changes in
+                changes.contains { if case .left(let agent) = $0 { agent.agentId == agentId } else { false } }
+            }
             #expect(observer.1.agent(agentId) == nil)
         }
         await site.shutdown()

@@ -33,7 +33,9 @@ import Testing
         // Published while the broker is down: queued, sent after the reconnect.
         try await publisher.publishChannel(ChannelEvent(channelId: "temperature", content: .objects([])))
         try await broker.start()
-        try await poll(within: .seconds(20)) { observer.communicationState == .online && publisher.communicationState == .online }
+        try await poll(within: .seconds(20)) {
+            observer.communicationState == .online && publisher.communicationState == .online
+        }
         try await brokerSync(observer)
 
         try await channel.wait(count: 2)
@@ -70,14 +72,17 @@ import Testing
 
         // The other agent is a separate process with the will a Coaty agent registers.
         let dying = Identity(name: "mortal")
-        let will = String(decoding: DeadvertiseEvent(objectIds: [dying.objectId]).payload.serializedBytes(), as: UTF8.self)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-dying-\(UUID().uuidString)")
+        let will = String(
+            decoding: DeadvertiseEvent(objectIds: [dying.objectId]).payload.serializedBytes(), as: UTF8.self)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-dying-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let process = try ChildProcess(
             try findTool("mosquitto_sub"),
             arguments: [
-                "-h", "127.0.0.1", "-p", "\(broker.port)", "-i", "Coaty" + dying.objectId.filter { $0 != "-" }.prefix(18),
+                "-h", "127.0.0.1", "-p", "\(broker.port)", "-i",
+                "Coaty" + dying.objectId.filter { $0 != "-" }.prefix(18),
                 "-t", "coaty/3/-/DSC/+/+", "--will-topic", "coaty/3/-/DAD/\(dying.objectId)", "--will-payload", will,
             ],
             errorFile: directory.appendingPathComponent("stderr"))
@@ -108,7 +113,8 @@ import Testing
         // The presence census lasts 3 s; the router's as long, so the late agent surely comes back during both.
         let router = IoRouter(context: IoContext(name: "ctx"), censusTimeout: .seconds(3))
         let container = try await Container.resolve(
-            configuration: Configuration(identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
+            configuration: Configuration(
+                identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
             controllers: [("Router", router)])
         let presence = Recorder(container.presence.changes())
         container.start()
@@ -123,7 +129,8 @@ import Testing
             let client = try await TestClient.connected(to: broker)
             for object in [agent.object, node.object] {
                 try client.publish(
-                    "coaty/3/-/ADV:\(object.coreType.rawValue)/\(agent.objectId)", AdvertiseEvent(object: object).payload.serializedBytes())
+                    "coaty/3/-/ADV:\(object.coreType.rawValue)/\(agent.objectId)",
+                    AdvertiseEvent(object: object).payload.serializedBytes())
             }
             try await client.sync()
             return client
@@ -139,7 +146,8 @@ import Testing
         try await broker.stop()
         try await broker.start()
         // The router's census Discover and presence's went out before the late agent is back.
-        let discover = "Received PUBLISH from \(container.communicationManager.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/"
+        let discover =
+            "Received PUBLISH from \(container.communicationManager.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/"
         try await poll { broker.logText.components(separatedBy: discover).count - 1 == 6 }
         let lateAgain = try await advertise(late, lateNode)
 
@@ -174,15 +182,21 @@ import Testing
         let actors = IoActorController()
         // The communication options of an agent configuration without "reconnect": its default policy.
         let communication = try Configuration.parse(
-            Array(#"{"communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"}}"#.utf8), source: "agent.json").communication
+            Array(#"{"communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker.port)"}}"#.utf8), source: "agent.json"
+        ).communication
         #expect(communication.reconnect == .fastResume)
-        func agent(_ name: String, _ node: IoNodeDefinition?, _ controller: (String, any Controller)) async throws -> Container {
+        func agent(_ name: String, _ node: IoNodeDefinition?, _ controller: (String, any Controller)) async throws
+            -> Container
+        {
             try await Container.resolve(
-                configuration: Configuration(identity: Identity(name: name), ioNodes: node.map { [$0] } ?? [], communication: communication),
+                configuration: Configuration(
+                    identity: Identity(name: name), ioNodes: node.map { [$0] } ?? [], communication: communication),
                 controllers: [controller])
         }
-        let sourceAgent = try await agent("source", IoNodeDefinition(contextName: context, ioSources: [source]), ("Sources", sources))
-        let actorAgent = try await agent("actor", IoNodeDefinition(contextName: context, ioActors: [actor]), ("Actors", actors))
+        let sourceAgent = try await agent(
+            "source", IoNodeDefinition(contextName: context, ioSources: [source]), ("Sources", sources))
+        let actorAgent = try await agent(
+            "actor", IoNodeDefinition(contextName: context, ioActors: [actor]), ("Actors", actors))
         let routerAgent = try await agent("router", nil, ("Router", IoRouter(context: IoContext(name: context))))
         let values = Recorder(actors.values(of: actor))
         for agent in [routerAgent, actorAgent, sourceAgent] { agent.start() }

@@ -26,7 +26,8 @@ import Testing
     {
         var options = CommunicationOptions(port: broker.port)
         if let limit { options.maximumInboundPayload = limit }
-        return CommunicationManager(identity: Identity(name: "limited"), options: options, ioNodes: ioNodes, logger: log.logger())
+        return CommunicationManager(
+            identity: Identity(name: "limited"), options: options, ioNodes: ioNodes, logger: log.logger())
     }
 
     @Test("a Discover over the limit is dropped before parsing, counted and logged; the next one is answered")
@@ -46,7 +47,9 @@ import Testing
         let statistics = agent.statistics
         #expect(statistics.messagesOversized == 1)
         #expect(statistics.messagesRejected == 1)
-        #expect(log.contains("dropped a message of \(Self.limit + 1) bytes on coaty/3/-/DSC/peer/over: larger than the limit"))
+        #expect(
+            log.contains(
+                "dropped a message of \(Self.limit + 1) bytes on coaty/3/-/DSC/peer/over: larger than the limit"))
         await agent.stop()
         try await broker.stop()
     }
@@ -86,7 +89,8 @@ import Testing
         try await brokerSync(agent)
         let peer = try await TestClient.connected(to: broker)
         let route = "coaty/3/-/IOV/peer-source"
-        let association = #"{"ioSourceId":"peer-source","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route)"}"#
+        let association =
+            #"{"ioSourceId":"peer-source","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route)"}"#
         try peer.publish("coaty/3/-/ASC:ctx/peer", association)
         try await poll { agent.ioState(of: actor.objectId).hasAssociations }
         try await brokerSync(agent)
@@ -108,7 +112,10 @@ import Testing
         // Sizes, not values: a failure would print the 256 KiB value.
         #expect(values.elements.map(\.payload.count) == [4])
         #expect(values.elements.last == .json(21.5))
-        #expect(rejections.withLock { $0 } == ["a value of \(Self.limit + 1) bytes, larger than the limit of \(Self.limit) bytes"])
+        #expect(
+            rejections.withLock { $0 } == [
+                "a value of \(Self.limit + 1) bytes, larger than the limit of \(Self.limit) bytes"
+            ])
         #expect(agent.statistics.messagesOversized == 1)
         #expect(log.contains("dropped a message of \(Self.limit + 1) bytes on \(route)"))
         await agent.stop()
@@ -133,7 +140,9 @@ import Testing
         // The lenient agent answers all three, the strict one only the small one.
         let answers = try await peer.nextMessages(4)
         func answered(by agent: CommunicationManager) -> [String] {
-            answers.filter { $0.topic.contains("/RSV/\(agent.identity.objectId)/") }.compactMap { $0.topic.split(separator: "/").last.map(String.init) }
+            answers.filter { $0.topic.contains("/RSV/\(agent.identity.objectId)/") }.compactMap {
+                $0.topic.split(separator: "/").last.map(String.init)
+            }
         }
         #expect(answered(by: strict) == ["small"])
         #expect(answered(by: lenient) == ["mid", "large", "small"])
@@ -159,7 +168,9 @@ import Testing
 
         let deep = #"{"coreTypes":["Identity"],"padding":"# + String(repeating: "[", count: 200_000)
         try peer.publish("coaty/3/-/DSC/peer/deep", deep)
-        let nested = #"{"coreTypes":["Identity"],"padding":"# + String(repeating: "[", count: 500) + String(repeating: "]", count: 500) + "}"
+        let nested =
+            #"{"coreTypes":["Identity"],"padding":"# + String(repeating: "[", count: 500)
+            + String(repeating: "]", count: 500) + "}"
         try peer.publish("coaty/3/-/DSC/peer/nested", nested)
         try peer.publish("coaty/3/-/DSC/peer/small", Self.discover(size: 100))
         let answers = try await peer.nextMessages(2)
@@ -171,8 +182,11 @@ import Testing
         // Nesting just within the limit travels through what an agent does with another agent's node: decoding,
         // comparing with what it knew, measuring for the presence limits.
         let characteristics = String(repeating: #"{"a":"#, count: 500) + "1" + String(repeating: "}", count: 500)
-        try peer.publish("coaty/3/-/ADV:Identity/peer", #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"peer","name":"peer"}}"#)
-        let node = #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"deep-node","name":"ctx","ioSources":[],"#
+        try peer.publish(
+            "coaty/3/-/ADV:Identity/peer",
+            #"{"object":{"coreType":"Identity","objectType":"coaty.Identity","objectId":"peer","name":"peer"}}"#)
+        let node =
+            #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"deep-node","name":"ctx","ioSources":[],"#
             + #""ioActors":[],"characteristics":\#(characteristics)}}"#
         try peer.publish("coaty/3/-/ADV:IoNode/peer", node)
         try peer.publish("coaty/3/-/ADV:IoNode/peer", node)

@@ -22,7 +22,8 @@ struct IoRoutingScenarios {
         connection: TransportHandle? = nil
     ) async throws -> Container {
         try await Container.resolve(
-            configuration: Configuration(identity: Identity(name: name), ioNodes: nodes, communication: CommunicationOptions(port: port)),
+            configuration: Configuration(
+                identity: Identity(name: name), ioNodes: nodes, communication: CommunicationOptions(port: port)),
             controllers: controllers,
             makeTransport: connection?.capturing(makeTransport) ?? makeTransport)
     }
@@ -35,7 +36,8 @@ struct IoRoutingScenarios {
         let actors = IoActorController()
         let router = IoRouter(context: IoContext(name: "TemperatureMeasurement"))
         let container = try await agent(
-            "single", nodes: [IoNodeDefinition(contextName: "TemperatureMeasurement", ioSources: [source], ioActors: [actor])],
+            "single",
+            nodes: [IoNodeDefinition(contextName: "TemperatureMeasurement", ioSources: [source], ioActors: [actor])],
             controllers: [("Sources", sources), ("Actors", actors), ("Router", router)])
         let actorAssociations = Recorder(actors.associations(of: actor))
         let values = Recorder(actors.values(of: actor))
@@ -63,7 +65,9 @@ struct IoRoutingScenarios {
         var context = IoContext(name: "TemperatureMeasurement", objectType: "coaty.test.TemperatureIoContext")
         context["operatingState"] = "normal"
         let rules = IoAssociationRules([
-            IoAssociationRule(name: "Route temperature to actors responsible for the operating state", valueType: Self.temperature) {
+            IoAssociationRule(
+                name: "Route temperature to actors responsible for the operating state", valueType: Self.temperature
+            ) {
                 $0.actorNode.characteristics?["isResponsibleForOperatingState"] == $0.context["operatingState"]
             },
             IoAssociationRule(name: "Humidity", valueType: "coaty.test.Humidity") { _ in true },
@@ -75,11 +79,21 @@ struct IoRoutingScenarios {
             controllers: [("Sources", sources)])
         let normalActors = IoActorController()
         let normalAgent = try await agent(
-            "normal", nodes: [IoNodeDefinition(contextName: "TemperatureMeasurement", ioActors: [a1], characteristics: ["isResponsibleForOperatingState": "normal"])],
+            "normal",
+            nodes: [
+                IoNodeDefinition(
+                    contextName: "TemperatureMeasurement", ioActors: [a1],
+                    characteristics: ["isResponsibleForOperatingState": "normal"])
+            ],
             controllers: [("Actors", normalActors)])
         let emergencyActors = IoActorController()
         let emergencyAgent = try await agent(
-            "emergency", nodes: [IoNodeDefinition(contextName: "TemperatureMeasurement", ioActors: [a2], characteristics: ["isResponsibleForOperatingState": "emergency"])],
+            "emergency",
+            nodes: [
+                IoNodeDefinition(
+                    contextName: "TemperatureMeasurement", ioActors: [a2],
+                    characteristics: ["isResponsibleForOperatingState": "emergency"])
+            ],
             controllers: [("Actors", emergencyActors)])
         let routerActors = IoActorController()
         let router = IoRouter(context: context, rules: rules)
@@ -111,20 +125,29 @@ struct IoRoutingScenarios {
         // An Update of the context switches the routes to the emergency actor.
         var emergency = try #require(try await discoverContext(sourceAgent, objectType: context.object.objectType))
         // The router answers a Discover of its context by core type and by objectId too.
-        let byCoreType = Recorder(sourceAgent.communicationManager.publishDiscover(.coreTypes([.ioContext]), timeout: .seconds(30)))
+        let byCoreType = Recorder(
+            sourceAgent.communicationManager.publishDiscover(.coreTypes([.ioContext]), timeout: .seconds(30)))
         #expect(try await byCoreType.wait(count: 1).first?.event.object?.objectId == context.objectId)
-        let byObjectId = Recorder(sourceAgent.communicationManager.publishDiscover(.objectId(context.objectId), timeout: .seconds(30)))
+        let byObjectId = Recorder(
+            sourceAgent.communicationManager.publishDiscover(.objectId(context.objectId), timeout: .seconds(30)))
         #expect(try await byObjectId.wait(count: 1).first?.event.object?.objectId == context.objectId)
         emergency["operatingState"] = "emergency"
-        let completes = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: emergency.object), timeout: .seconds(30)))
+        let completes = Recorder(
+            try sourceAgent.communicationManager.publishUpdate(
+                UpdateEvent(object: emergency.object), timeout: .seconds(30)))
         let complete = try #require(try await completes.wait(count: 1).first)
         #expect(complete.event.object["operatingState"] == "emergency")
         #expect(complete.event.object[IoRouter.versionProperty] == 1)
         // The router advertises the changed context.
         try await contextAdvertises.wait(until: { advertises in
-            advertises.contains { $0.event.object[IoRouter.versionProperty] == 1 && $0.event.object["operatingState"] == "emergency" }
+            advertises.contains {
+                $0.event.object[IoRouter.versionProperty] == 1 && $0.event.object["operatingState"] == "emergency"
+            }
         })
-        try await poll { emergencyActors.isAssociated(a2) && sources.isAssociated(s1) && sources.isAssociated(s2) && !normalActors.isAssociated(a1) }
+        try await poll {
+            emergencyActors.isAssociated(a2) && sources.isAssociated(s1) && sources.isAssociated(s2)
+                && !normalActors.isAssociated(a1)
+        }
         try await brokerSync(emergencyAgent.communicationManager)
         for index in 0..<6 {
             try sources.publish(.number(Double(10 + index)), from: index % 2 == 0 ? s1 : s2)
@@ -144,7 +167,9 @@ struct IoRoutingScenarios {
         var stale = emergency
         stale["operatingState"] = "normal"
         stale[IoRouter.expectedVersionProperty] = 0
-        let refused = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: stale.object), timeout: .seconds(30)))
+        let refused = Recorder(
+            try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: stale.object), timeout: .seconds(30))
+        )
         let refusal = try #require(try await refused.wait(count: 1).first)
         #expect(refusal.event.privateData?["refused"]?.stringValue?.contains("stale version 0") == true)
         #expect(router.context["operatingState"] == "emergency")
@@ -153,7 +178,9 @@ struct IoRoutingScenarios {
         // An Update made from the current version is accepted, and the version grows again.
         var current = try IoContext(complete.event.object)
         current["shift"] = "night"
-        let accepted = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: current.object), timeout: .seconds(30)))
+        let accepted = Recorder(
+            try sourceAgent.communicationManager.publishUpdate(
+                UpdateEvent(object: current.object), timeout: .seconds(30)))
         let second = try #require(try await accepted.wait(count: 1).first)
         #expect(second.event.privateData?["refused"] == nil)
         #expect(second.event.object[IoRouter.versionProperty] == 2)
@@ -164,7 +191,9 @@ struct IoRoutingScenarios {
         // router); one that expects the current version is accepted too, and the router keeps no expectation.
         var plain = emergency
         plain["shift"] = "day"
-        let lastWriter = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: plain.object), timeout: .seconds(30)))
+        let lastWriter = Recorder(
+            try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: plain.object), timeout: .seconds(30))
+        )
         let third = try #require(try await lastWriter.wait(count: 1).first)
         #expect(third.event.privateData?["refused"] == nil)
         #expect(third.event.object[IoRouter.versionProperty] == 3)
@@ -172,7 +201,9 @@ struct IoRoutingScenarios {
         var checked = try IoContext(third.event.object)
         checked["shift"] = "late"
         checked[IoRouter.expectedVersionProperty] = 3
-        let expecting = Recorder(try sourceAgent.communicationManager.publishUpdate(UpdateEvent(object: checked.object), timeout: .seconds(30)))
+        let expecting = Recorder(
+            try sourceAgent.communicationManager.publishUpdate(
+                UpdateEvent(object: checked.object), timeout: .seconds(30)))
         let fourth = try #require(try await expecting.wait(count: 1).first)
         #expect(fourth.event.privateData?["refused"] == nil)
         #expect(fourth.event.object[IoRouter.versionProperty] == 4)
@@ -193,7 +224,9 @@ struct IoRoutingScenarios {
     /// The rate of a pair is the larger of the source's and the actor's, a source gets the largest of its pairs.
     func routerFollowsNodesAndRates() async throws {
         let context = "TemperatureMeasurement"
-        let source = IoSource(name: "Source", valueType: Self.temperature, updateStrategy: IoSourceBackpressureStrategy.none, updateRate: 100)
+        let source = IoSource(
+            name: "Source", valueType: Self.temperature, updateStrategy: IoSourceBackpressureStrategy.none,
+            updateRate: 100)
         let fast = IoActor(name: "Fast Actor", valueType: Self.temperature, updateRate: 200)
         let unhurried = IoActor(name: "Actor without a rate", valueType: Self.temperature)
         let slow = IoActor(name: "Slow Actor", valueType: Self.temperature, updateRate: 500)
@@ -201,13 +234,16 @@ struct IoRoutingScenarios {
         let routerAgent = try await agent("router", controllers: [("Router", router)])
         let sources = IoSourceController()
         let sourceAgent = try await agent(
-            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source])], controllers: [("Sources", sources)])
+            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source])],
+            controllers: [("Sources", sources)])
         let actors = IoActorController()
         let connection = TransportHandle()
         let actorAgent = try await agent(
-            "actors", nodes: [IoNodeDefinition(contextName: context, ioActors: [fast, unhurried])], controllers: [("Actors", actors)],
+            "actors", nodes: [IoNodeDefinition(contextName: context, ioActors: [fast, unhurried])],
+            controllers: [("Actors", actors)],
             connection: connection)
-        let slowAgent = try await agent("slow", nodes: [IoNodeDefinition(contextName: context, ioActors: [slow])], controllers: [])
+        let slowAgent = try await agent(
+            "slow", nodes: [IoNodeDefinition(contextName: context, ioActors: [slow])], controllers: [])
 
         let rates = Recorder(sources.updateRates(of: source))
         let sourceAssociations = Recorder(sources.associations(of: source))
@@ -237,7 +273,8 @@ struct IoRoutingScenarios {
         // again with them, it is managed again. (The rates: see the Deadvertise below.)
         let slowNodeObject = try #require(slowAgent.communicationManager.ioNodes.first)
         let emptied = IoNode(
-            contextName: context, objectId: slowNodeObject.objectId, parentObjectId: slowAgent.identity.objectId, ioSources: [], ioActors: [])
+            contextName: context, objectId: slowNodeObject.objectId, parentObjectId: slowAgent.identity.objectId,
+            ioSources: [], ioActors: [])
         try await slowAgent.communicationManager.publishAdvertise(AdvertiseEvent(object: emptied.object))
         try await poll { routed().count == 2 && rates.elements.count == 5 }
         try await slowAgent.communicationManager.publishAdvertise(AdvertiseEvent(object: slowNodeObject.object))
@@ -257,7 +294,9 @@ struct IoRoutingScenarios {
         // and the router disassociates the source.
         let actorNode = try #require(actorAgent.communicationManager.ioNodes.first?.objectId)
         await connection.breakOff()
-        try await deadvertises.wait(until: { $0.contains { $0.event.objectIds == [actorAgent.identity.objectId, actorNode] } })
+        try await deadvertises.wait(until: {
+            $0.contains { $0.event.objectIds == [actorAgent.identity.objectId, actorNode] }
+        })
         try await sourceAssociations.wait(count: 3)
         #expect(sourceAssociations.elements == [false, true, false])
         #expect(router.associations.isEmpty)
@@ -275,9 +314,12 @@ struct IoRoutingScenarios {
         // Sends bytes onto a JSON actor's route: no router of ours would pair them, a wrong one might.
         let garbage = IoSource(name: "Garbage", valueType: EdgeValueType.temperature, useRawIoValues: true)
         let display = IoActor(name: "Display", valueType: EdgeValueType.temperature)
-        let sourceAgent = try await agent("source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source, garbage])], controllers: [])
+        let sourceAgent = try await agent(
+            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [source, garbage])], controllers: [])
         let actors = IoActorController()
-        let actorAgent = try await agent("actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [display])], controllers: [("Actors", actors)])
+        let actorAgent = try await agent(
+            "actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [display])],
+            controllers: [("Actors", actors)])
         let routerAgent = try await agent("router", controllers: [])
         let states = Recorder(actors.states(of: display))
         let associations = Recorder(actors.associations(of: display))
@@ -286,10 +328,12 @@ struct IoRoutingScenarios {
         let sending = sourceAgent.communicationManager
 
         func associate(_ point: IoSource, _ isAssociated: Bool) async throws {
-            try await routerAgent.communicationManager.publishAssociate(AssociateEvent(
-                ioContextName: context, ioSourceId: point.objectId, ioActorId: display.objectId,
-                associatingRoute: isAssociated ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: point.objectId) : nil,
-                updateRate: nil))
+            try await routerAgent.communicationManager.publishAssociate(
+                AssociateEvent(
+                    ioContextName: context, ioSourceId: point.objectId, ioActorId: display.objectId,
+                    associatingRoute: isAssociated
+                        ? CoatyTopic.ioValueRoute(namespace: "-", sourceId: point.objectId) : nil,
+                    updateRate: nil))
             try await poll { sending.ioState(of: point.objectId).hasAssociations == isAssociated }
             try await poll { actors.isAssociated(display) == isAssociated }
         }
@@ -366,9 +410,11 @@ struct IoRoutingScenarios {
         let clock = ManualClock()
         let sources = IoSourceController(clock: clock)
         let sourceAgent = try await agent(
-            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [sampled, debounced])], controllers: [("Sources", sources)])
+            "source", nodes: [IoNodeDefinition(contextName: context, ioSources: [sampled, debounced])],
+            controllers: [("Sources", sources)])
         let actorAgent = try await agent(
-            "actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [sampleDisplay, debounceDisplay])], controllers: [])
+            "actor", nodes: [IoNodeDefinition(contextName: context, ioActors: [sampleDisplay, debounceDisplay])],
+            controllers: [])
         let routerAgent = try await agent("router", controllers: [])
         let sampledValues = Recorder(try actorAgent.communicationManager.observeIoValue(of: sampleDisplay))
         let debouncedValues = Recorder(try actorAgent.communicationManager.observeIoValue(of: debounceDisplay))
@@ -383,10 +429,12 @@ struct IoRoutingScenarios {
 
         func associate(rate: Double?) async throws {
             for (source, actor) in [(sampled, sampleDisplay), (debounced, debounceDisplay)] {
-                try await routerAgent.communicationManager.publishAssociate(AssociateEvent(
-                    ioContextName: context, ioSourceId: source.objectId, ioActorId: actor.objectId,
-                    associatingRoute: rate == nil ? nil : CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId),
-                    updateRate: rate))
+                try await routerAgent.communicationManager.publishAssociate(
+                    AssociateEvent(
+                        ioContextName: context, ioSourceId: source.objectId, ioActorId: actor.objectId,
+                        associatingRoute: rate == nil
+                            ? nil : CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId),
+                        updateRate: rate))
             }
         }
         var now = 0
@@ -483,7 +531,8 @@ struct IoRoutingScenarios {
     }
 
     private func discoverContext(_ container: Container, objectType: String) async throws -> IoContext? {
-        let resolves = Recorder(container.communicationManager.publishDiscover(.objectTypes([objectType]), timeout: .seconds(30)))
+        let resolves = Recorder(
+            container.communicationManager.publishDiscover(.objectTypes([objectType]), timeout: .seconds(30)))
         guard let object = try await resolves.wait(count: 1).first?.event.object else { return nil }
         return try IoContext(object)
     }

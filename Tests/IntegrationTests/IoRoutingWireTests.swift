@@ -21,7 +21,10 @@ import Testing
         let container = try await Container.resolve(
             configuration: Configuration(
                 identity: Identity(name: "wire"),
-                ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [jsonSource, rawSource], ioActors: [jsonActor, rawActor])],
+                ioNodes: [
+                    IoNodeDefinition(
+                        contextName: "ctx", ioSources: [jsonSource, rawSource], ioActors: [jsonActor, rawActor])
+                ],
                 communication: CommunicationOptions(port: broker.port)),
             controllers: [("Sources", sources), ("Router", IoRouter(context: IoContext(name: "ctx")))])
         container.start()
@@ -38,12 +41,15 @@ import Testing
         }
         let text = { (message: MQTTMessage) in String(decoding: message.payload, as: UTF8.self) }
         let associates = frames.filter { $0.topic.hasPrefix("coaty/3/-/ASC:ctx/") }.map(text)
-        #expect(Set(associates) == [
-            #"{"ioSourceId":"\#(jsonSource.objectId)","ioActorId":"\#(jsonActor.objectId)","associatingRoute":"coaty/3/-/IOV/\#(jsonSource.objectId)","updateRate":250}"#,
-            #"{"ioSourceId":"\#(rawSource.objectId)","ioActorId":"\#(rawActor.objectId)","associatingRoute":"coaty/3/-/IOV/\#(rawSource.objectId)"}"#,
-        ])
+        #expect(
+            Set(associates) == [
+                #"{"ioSourceId":"\#(jsonSource.objectId)","ioActorId":"\#(jsonActor.objectId)","associatingRoute":"coaty/3/-/IOV/\#(jsonSource.objectId)","updateRate":250}"#,
+                #"{"ioSourceId":"\#(rawSource.objectId)","ioActorId":"\#(rawActor.objectId)","associatingRoute":"coaty/3/-/IOV/\#(rawSource.objectId)"}"#,
+            ])
         let values = frames.filter { $0.topic.contains("/IOV/") }
-        #expect(values.first { $0.topic.hasSuffix(jsonSource.objectId) }.map(text) == #"{"celsius":22.5,"ts":1700000000000}"#)
+        #expect(
+            values.first { $0.topic.hasSuffix(jsonSource.objectId) }.map(text)
+                == #"{"celsius":22.5,"ts":1700000000000}"#)
         #expect(values.first { $0.topic.hasSuffix(rawSource.objectId) }?.payload == Array("raw-bytes".utf8))
         #expect(frames.allSatisfy { !$0.retain })
         await container.shutdown()
@@ -67,15 +73,19 @@ import Testing
                 identity: Identity(name: "external"),
                 ioNodes: [IoNodeDefinition(contextName: "ctx", ioSources: [source], ioActors: [actor])],
                 communication: CommunicationOptions(port: broker.port)),
-            controllers: [("Sources", sources), ("Actors", actors), ("Router", IoRouter(context: IoContext(name: "ctx")))])
+            controllers: [
+                ("Sources", sources), ("Actors", actors), ("Router", IoRouter(context: IoContext(name: "ctx"))),
+            ])
         let values = Recorder(actors.values(of: actor))
         container.start()
         try await poll { sources.isAssociated(source) && actors.isAssociated(actor) }
         try await brokerSync(container.communicationManager)
 
         let associate = try await sniffer.nextMessage()
-        #expect(String(decoding: associate.payload, as: UTF8.self)
-            == #"{"ioSourceId":"\#(source.objectId)","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route)"}"#)
+        #expect(
+            String(decoding: associate.payload, as: UTF8.self)
+                == #"{"ioSourceId":"\#(source.objectId)","ioActorId":"\#(actor.objectId)","associatingRoute":"\#(route)"}"#
+        )
         try sources.publish(21.5, from: source)
         let sent = try await sniffer.nextMessage()
         #expect(sent.topic == route)

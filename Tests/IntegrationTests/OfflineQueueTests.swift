@@ -30,14 +30,18 @@ import Testing
         let actors = CommunicationManager(
             identity: Identity(name: "actors"),
             options: CommunicationOptions(
-                port: broker.port, reconnect: MQTTReconnectPolicy(minimumDelay: .milliseconds(50), maximumDelay: .milliseconds(200))),
+                port: broker.port,
+                reconnect: MQTTReconnectPolicy(minimumDelay: .milliseconds(50), maximumDelay: .milliseconds(200))),
             ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [actor])], makeTransport: scenarios.makeTransport)
         let router = scenarios.agent("router")
         try await scenarios.online(sources, actors, router)
-        try await router.publishAssociate(AssociateEvent(
-            ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: actor.objectId,
-            associatingRoute: CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId), updateRate: nil))
-        try await poll { sources.ioState(of: source.objectId).hasAssociations && actors.ioState(of: actor.objectId).hasAssociations }
+        try await router.publishAssociate(
+            AssociateEvent(
+                ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: actor.objectId,
+                associatingRoute: CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId), updateRate: nil))
+        try await poll {
+            sources.ioState(of: source.objectId).hasAssociations && actors.ioState(of: actor.objectId).hasAssociations
+        }
         try await brokerSync(actors)
         return (sources, actors, router)
     }
@@ -60,11 +64,15 @@ import Testing
         #expect(sources.droppedValues(of: source.objectId, .offlineQueueFull) == 150)
         #expect(sources.droppedValues(.offlineQueueFull) == 150)
         #expect(sources.statistics.ioValuesDropped == 150)
-        let dropLines = log.lines.filter { $0.contains("the offline queue is full (50 messages or 1048576 bytes); the oldest give way") }
+        let dropLines = log.lines.filter {
+            $0.contains("the offline queue is full (50 messages or 1048576 bytes); the oldest give way")
+        }
         #expect((1...10).contains(dropLines.count), "\(log.lines)")
 
         try await broker.start()
-        try await poll(within: .seconds(20)) { sources.communicationState == .online && actors.communicationState == .online }
+        try await poll(within: .seconds(20)) {
+            sources.communicationState == .online && actors.communicationState == .online
+        }
         try await values.wait(count: 51)
         // A value after the queue: nothing else of the queue arrives late, and the order holds.
         #expect(try sources.publishIoValue(.json(202), of: source))
@@ -88,7 +96,8 @@ import Testing
         let route = CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId)
         let (sources, actors, router) = try await associatedAgents(
             broker, log: log,
-            limits: OfflineQueueLimits(maximumMessages: 1000, maximumBytes: 10 * (route.utf8.count + 3), dropPolicy: .newest))
+            limits: OfflineQueueLimits(
+                maximumMessages: 1000, maximumBytes: 10 * (route.utf8.count + 3), dropPolicy: .newest))
         let values = Recorder(try actors.observeIoValue(of: actor))
 
         try await broker.stop()
@@ -153,7 +162,9 @@ import Testing
         #expect(log.contains("publications: the connection ended before they were written to it"), "\(log.lines)")
         #expect(sources.droppedValues(.offlineQueueFull) == 0)
         try await broker.start()
-        try await poll(within: .seconds(20)) { sources.communicationState == .online && actors.communicationState == .online }
+        try await poll(within: .seconds(20)) {
+            sources.communicationState == .online && actors.communicationState == .online
+        }
         #expect(try sources.publishIoValue(.json(1), of: source))
         try await received.wait { $0.contains(.json(1)) }
         // libmosquitto discards its queue when it reconnects: what was counted lost does not come late.

@@ -18,7 +18,8 @@ import Testing
     }
 
     static func ioNode(_ id: String, context: String = "ctx", sourceId: String? = nil) -> String {
-        let source = #"{"coreType":"IoSource","objectType":"coaty.IoSource","objectId":"\#(sourceId ?? "source-" + id)","#
+        let source =
+            #"{"coreType":"IoSource","objectType":"coaty.IoSource","objectId":"\#(sourceId ?? "source-" + id)","#
             + #""name":"source \#(id)","valueType":"t"}"#
         return #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"\#(id)","name":"\#(context)","#
             + #""ioSources":[\#(source)],"ioActors":[]}}"#
@@ -27,8 +28,10 @@ import Testing
     @Test("agent presence keeps at most its limits of agents, nodes per agent and bytes")
     func presenceIsBounded() async throws {
         let broker = try await TestBroker.started()
-        let manager = CommunicationManager(identity: Identity(name: "watcher"), options: CommunicationOptions(port: broker.port))
-        let limits = PresenceLimits(agents: RetentionLimit(maximumCount: 5, maximumBytes: 4096), maximumNodesPerAgent: 2)
+        let manager = CommunicationManager(
+            identity: Identity(name: "watcher"), options: CommunicationOptions(port: broker.port))
+        let limits = PresenceLimits(
+            agents: RetentionLimit(maximumCount: 5, maximumBytes: 4096), maximumNodesPerAgent: 2)
         let presence = AgentPresence(manager: manager, censusTimeout: .milliseconds(200), limits: limits)
         let tracking = Task { await presence.run() }
         manager.start()
@@ -37,13 +40,19 @@ import Testing
         let peer = try await TestClient.connected(to: broker)
 
         // Identities, nodes and deadvertisements are observed by separate tasks: each step waits for the last.
-        for index in 0..<50 { try peer.publish("coaty/3/-/ADV:Identity/agent-\(index)", Self.identity("agent-\(index)")) }
+        for index in 0..<50 {
+            try peer.publish("coaty/3/-/ADV:Identity/agent-\(index)", Self.identity("agent-\(index)"))
+        }
         try await poll { presence.refusedCount == 46 }
         for index in 0..<5 { try peer.publish("coaty/3/-/ADV:IoNode/agent-0", Self.ioNode("node-\(index)")) }
         // Nodes of an agent whose identity never comes would otherwise be kept for good.
-        for index in 0..<20 { try peer.publish("coaty/3/-/ADV:IoNode/ghost-\(index)", Self.ioNode("ghost-node-\(index)")) }
+        for index in 0..<20 {
+            try peer.publish("coaty/3/-/ADV:IoNode/ghost-\(index)", Self.ioNode("ghost-node-\(index)"))
+        }
         try await poll { presence.refusedCount == 46 + 3 + 20 }
-        #expect(presence.agents.map(\.agentId).sorted() == ["agent-0", "agent-1", "agent-2", "agent-3", manager.identity.objectId].sorted())
+        #expect(
+            presence.agents.map(\.agentId).sorted()
+                == ["agent-0", "agent-1", "agent-2", "agent-3", manager.identity.objectId].sorted())
         #expect(presence.agent("agent-0")?.ioNodes.map(\.objectId) == ["node-0", "node-1"])
 
         // A deadvertised agent makes room for another, within the byte limit only.
@@ -64,9 +73,11 @@ import Testing
     @Test("an IO router manages at most its node limit; a deadvertised node makes room")
     func routerNodesAreBounded() async throws {
         let broker = try await TestBroker.started()
-        let router = IoRouter(context: IoContext(name: "ctx"), nodeLimit: RetentionLimit(maximumCount: 3, maximumBytes: 1 << 20))
+        let router = IoRouter(
+            context: IoContext(name: "ctx"), nodeLimit: RetentionLimit(maximumCount: 3, maximumBytes: 1 << 20))
         let container = try await Container.resolve(
-            configuration: Configuration(identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
+            configuration: Configuration(
+                identity: Identity(name: "router"), communication: CommunicationOptions(port: broker.port)),
             controllers: [("Router", router)])
         container.start()
         try await brokerSync(container.communicationManager)

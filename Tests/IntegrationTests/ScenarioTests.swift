@@ -7,7 +7,9 @@ import Testing
 /// The scenarios over the in-memory broker: quick checks of the protocol logic.
 @Suite struct InMemoryScenarioTests {
     let broker = InMemoryBroker()
-    var communication: CommunicationScenarios { CommunicationScenarios(makeTransport: { [broker] in broker.makeTransport() }) }
+    var communication: CommunicationScenarios {
+        CommunicationScenarios(makeTransport: { [broker] in broker.makeTransport() })
+    }
     var ioRouting: IoRoutingScenarios { IoRoutingScenarios(makeTransport: { [broker] in broker.makeTransport() }) }
 
     @Test func oneWayEvents() async throws { try await communication.oneWayEvents() }
@@ -18,7 +20,9 @@ import Testing
     @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
     @Test func connectionExecutor() async throws { try await communication.observersOnTheConnectionExecutor() }
     @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
-    @Test func ioRoutingAcrossContainers() async throws { try await ioRouting.routingAcrossContainersDependsOnContext() }
+    @Test func ioRoutingAcrossContainers() async throws {
+        try await ioRouting.routingAcrossContainersDependsOnContext()
+    }
     @Test func routerFollowsNodesAndRates() async throws { try await ioRouting.routerFollowsNodesAndRates() }
     @Test func actorStates() async throws { try await ioRouting.actorStatesCountErrorsAndReplayTheLatestValue() }
     @Test func sourceStrategies() async throws { try await ioRouting.sourceStrategiesOnAControlledClock() }
@@ -38,15 +42,33 @@ import Testing
     }
 
     @Test func oneWayEvents() async throws { try await withBroker { c, _ in try await c.oneWayEvents() } }
-    @Test func requestResponseEvents() async throws { try await withBroker { c, _ in try await c.requestResponseEvents() } }
+    @Test func requestResponseEvents() async throws {
+        try await withBroker { c, _ in try await c.requestResponseEvents() }
+    }
     @Test func callReturnMatrix() async throws { try await withBroker { c, _ in try await c.callReturnMatrix() } }
     @Test func rawMessages() async throws { try await withBroker { c, _ in try await c.rawMessages() } }
-    @Test func crossNamespaceIsolation() async throws { try await withBroker { c, _ in try await c.crossNamespaceIsolation() } }
-    @Test func deferredPublications() async throws { try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() } }
-    @Test func connectionExecutor() async throws { try await withBroker { c, _ in try await c.observersOnTheConnectionExecutor() } }
-    @Test func basicIoRouting() async throws { try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() } }
-    @Test func ioRoutingAcrossContainers() async throws { try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() } }
-    @Test func routerFollowsNodesAndRates() async throws { try await withBroker { _, r in try await r.routerFollowsNodesAndRates() } }
-    @Test func actorStates() async throws { try await withBroker { _, r in try await r.actorStatesCountErrorsAndReplayTheLatestValue() } }
-    @Test func sourceStrategies() async throws { try await withBroker { _, r in try await r.sourceStrategiesOnAControlledClock() } }
+    @Test func crossNamespaceIsolation() async throws {
+        try await withBroker { c, _ in try await c.crossNamespaceIsolation() }
+    }
+    @Test func deferredPublications() async throws {
+        try await withBroker { c, _ in try await c.deferredPublicationsArriveAfterConnect() }
+    }
+    @Test func connectionExecutor() async throws {
+        try await withBroker { c, _ in try await c.observersOnTheConnectionExecutor() }
+    }
+    @Test func basicIoRouting() async throws {
+        try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() }
+    }
+    @Test func ioRoutingAcrossContainers() async throws {
+        try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() }
+    }
+    @Test func routerFollowsNodesAndRates() async throws {
+        try await withBroker { _, r in try await r.routerFollowsNodesAndRates() }
+    }
+    @Test func actorStates() async throws {
+        try await withBroker { _, r in try await r.actorStatesCountErrorsAndReplayTheLatestValue() }
+    }
+    @Test func sourceStrategies() async throws {
+        try await withBroker { _, r in try await r.sourceStrategiesOnAControlledClock() }
+    }
 }

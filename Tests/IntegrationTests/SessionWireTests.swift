@@ -63,8 +63,9 @@ import Testing
         let watcher = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/-/DAD/+"])
         let transport = try #require(transports.made.withLock { $0.first })
         await transport.disconnect(.abrupt)
-        #expect(try await watcher.nextMessage()
-            == MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: Array(will.utf8), retain: false))
+        #expect(
+            try await watcher.nextMessage()
+                == MQTTMessage(topic: "coaty/3/-/DAD/\(identity.objectId)", payload: Array(will.utf8), retain: false))
         await agent.stop()
         _ = try await watcher.disconnect()
         try await broker.stop()
@@ -89,7 +90,8 @@ import Testing
         defer { asking.cancel() }
         var agents: [CommunicationManager] = []
         for round in 0..<15 {
-            let agent = CommunicationManager(identity: Identity(name: "Leaving \(round)"), options: CommunicationOptions(port: broker.port))
+            let agent = CommunicationManager(
+                identity: Identity(name: "Leaving \(round)"), options: CommunicationOptions(port: broker.port))
             agents.append(agent)
             agent.start()
             try await poll { agent.communicationState == .online }
@@ -125,7 +127,9 @@ import Testing
             #expect(deadvertise != nil, "\(agent.identity.name) did not deadvertise")
             if let deadvertise {
                 let later = publications[(deadvertise + 1)...]
-                #expect(later.isEmpty, "\(agent.identity.name): \(later.count) publications after the Deadvertise: \(later.prefix(3))")
+                #expect(
+                    later.isEmpty,
+                    "\(agent.identity.name): \(later.count) publications after the Deadvertise: \(later.prefix(3))")
             }
         }
         // The agents did answer while they were online: the Discovers reached them.
@@ -135,7 +139,8 @@ import Testing
 
     /// The correlation ids of the Discovers an agent published, in order, from the broker's log.
     func discoverCorrelationIds(of agent: CommunicationManager, in broker: TestBroker) -> [String] {
-        let marker = "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/\(agent.identity.objectId)/"
+        let marker =
+            "Received PUBLISH from \(agent.clientId) (d0, q0, r0, m0, 'coaty/3/-/DSC/\(agent.identity.objectId)/"
         return broker.logText.components(separatedBy: marker).dropFirst().map { String($0.prefix { $0 != "'" }) }
     }
 
@@ -279,8 +284,10 @@ import Testing
     /// certificate, and a broker login whose password is in a file. The options reach the connection.
     @Test func anAgentConfiguredForTLSAndALoginComesOnline() async throws {
         let certificates = try TestCertificates()
-        let broker = try await TestBroker.started(TestBroker.Options(users: ["greenhouse-pi": "s3cret"], tls: certificates))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-login-\(CoatyUUID.random())")
+        let broker = try await TestBroker.started(
+            TestBroker.Options(users: ["greenhouse-pi": "s3cret"], tls: certificates))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coaty-login-\(CoatyUUID.random())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let passwordFile = directory.appendingPathComponent("broker.password")

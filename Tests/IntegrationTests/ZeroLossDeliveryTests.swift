@@ -30,14 +30,18 @@ import Testing
             options: CommunicationOptions(port: broker.port, reconnect: reconnect, zeroLoss: ZeroLossOptions()),
             ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [actor])], makeTransport: scenarios.makeTransport)
         let plainActors = CommunicationManager(
-            identity: Identity(name: "plain actors"), options: CommunicationOptions(port: broker.port, reconnect: reconnect),
-            ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [plainActor])], makeTransport: scenarios.makeTransport)
+            identity: Identity(name: "plain actors"),
+            options: CommunicationOptions(port: broker.port, reconnect: reconnect),
+            ioNodes: [IoNodeDefinition(contextName: "ctx", ioActors: [plainActor])],
+            makeTransport: scenarios.makeTransport)
         let router = scenarios.agent("router")
         try await scenarios.online(sources, actors, plainActors, router)
         let route = CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId)
         for actorId in [actor.objectId, plainActor.objectId] {
-            try await router.publishAssociate(AssociateEvent(
-                ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: actorId, associatingRoute: route, updateRate: nil))
+            try await router.publishAssociate(
+                AssociateEvent(
+                    ioContextName: "ctx", ioSourceId: source.objectId, ioActorId: actorId, associatingRoute: route,
+                    updateRate: nil))
         }
         try await poll {
             sources.ioState(of: source.objectId).hasAssociations && actors.ioState(of: actor.objectId).hasAssociations
@@ -112,7 +116,10 @@ import Testing
         }
         #expect(sources.droppedValues(of: source.objectId, .zeroLossBufferFull) == 30)
         #expect(sources.zeroLossBacklog(of: source.objectId).values == 20)
-        #expect(log.contains("its zero-loss buffer is full (20 values or 1048576 bytes not acknowledged by actor agents); the oldest give way"))
+        #expect(
+            log.contains(
+                "its zero-loss buffer is full (20 values or 1048576 bytes not acknowledged by actor agents); the oldest give way"
+            ))
 
         try await broker.start()
         try await values.wait(within: .seconds(30)) { $0.contains(.json(51)) }

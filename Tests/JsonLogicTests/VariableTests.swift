@@ -122,13 +122,17 @@ import Testing
     @Test func computedPathsKeepTheirLiteralStart() throws {
         #expect(
             try references(#"{"or": [{"var": {"cat": ["shared.", {"var": "k"}]}}, {"var": [{"var": "p"}, 0]}]}"#) == [
-                #"$.or[0].var computed "shared.""#, "$.or[0].var.cat[1].var k", #"$.or[1].var[0] computed "" with default"#,
+                #"$.or[0].var computed "shared.""#, "$.or[0].var.cat[1].var k",
+                #"$.or[1].var[0] computed "" with default"#,
                 "$.or[1].var[0].var p",
             ])
     }
 
     @Test func keysOfMissingAndMissingSome() throws {
-        #expect(try references(#"{"missing": ["a", ["b.c", 1]]}"#) == ["$.missing[0] a", "$.missing[1][0] b.c with default"])
+        #expect(
+            try references(#"{"missing": ["a", ["b.c", 1]]}"#) == [
+                "$.missing[0] a", "$.missing[1][0] b.c with default",
+            ])
         #expect(try references(#"{"missing": [["a", "b"]]}"#) == ["$.missing[0][0] a", "$.missing[0][1] b"])
         #expect(try references(#"{"missing": {"var": "list"}}"#) == [#"$.missing computed """#, "$.missing.var list"])
         #expect(

@@ -43,8 +43,10 @@ public final class BridgedBrokers: Sendable {
         var sites: [TestBroker] = []
         for index in 0..<count {
             let name = "site-" + String(UnicodeScalar(UInt8(ascii: "a") + UInt8(index)))
-            sites.append(try await TestBroker.started(
-                TestBroker.Options(extraConfiguration: bridge.configuration(name: name, centralPort: central.port))))
+            sites.append(
+                try await TestBroker.started(
+                    TestBroker.Options(extraConfiguration: bridge.configuration(name: name, centralPort: central.port)))
+            )
         }
         let brokers = BridgedBrokers(central: central, sites: sites)
         try await brokers.waitUntilBridged()
@@ -58,14 +60,17 @@ public final class BridgedBrokers: Sendable {
     public func waitUntilBridged(timeout: Duration = .seconds(30)) async throws {
         let topic = "coaty/bridge-check/\(UUID().uuidString)"
         var listeners: [TestClient] = []
-        for broker in all { listeners.append(try await TestClient.connected(to: broker, subscribingTo: [topic + "/#"])) }
+        for broker in all {
+            listeners.append(try await TestClient.connected(to: broker, subscribingTo: [topic + "/#"]))
+        }
         let deadline = ContinuousClock.now + timeout
         for (index, broker) in all.enumerated() {
             let publisher = try await TestClient.connected(to: broker)
             let subtopic = "\(topic)/\(index)"
             while !listeners.allSatisfy({ $0.pendingMessages.contains { $0.topic == subtopic } }) {
                 guard ContinuousClock.now < deadline else {
-                    throw TestSupportError("the bridges did not carry a message from broker \(index) to every other within \(timeout)")
+                    throw TestSupportError(
+                        "the bridges did not carry a message from broker \(index) to every other within \(timeout)")
                 }
                 try publisher.publish(subtopic, "probe")
                 try await Task.sleep(for: .milliseconds(100))

@@ -117,7 +117,8 @@ public final class TestClient: Sendable {
 
     /// Takes the events up to and including the first that `matches` (`what` names it in a timeout).
     public func events(
-        through what: String, timeout: Duration = .seconds(30), where matches: @escaping @Sendable (MQTTConnectionEvent) -> Bool
+        through what: String, timeout: Duration = .seconds(30),
+        where matches: @escaping @Sendable (MQTTConnectionEvent) -> Bool
     ) async throws -> [MQTTConnectionEvent] {
         try await inbox.take(what, timeout: timeout) { inbox in
             guard let index = inbox.events.firstIndex(where: matches) else { return nil }

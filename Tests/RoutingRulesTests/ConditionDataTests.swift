@@ -126,6 +126,9 @@ import Testing
         try directory.saveByRename("a.json", Self.document([#"{"var": "contxt.enabled"}"#]))
         let refused = try #require(await updates.next())
         let error = try #require(throws: RuleLoadError.self) { try refused.get() }
-        #expect(error.problems.map(\.reason) == [#"unknown variable "contxt.enabled": \#(Self.roots), not "contxt" (did you mean "context"?)"#])
+        #expect(
+            error.problems.map(\.reason) == [
+                #"unknown variable "contxt.enabled": \#(Self.roots), not "contxt" (did you mean "context"?)"#
+            ])
     }
 }

@@ -86,15 +86,21 @@ import Testing
 
     @Test func conditionsReadSharedObjectsAndTheRulesNameThem() throws {
         let ruleSet = try RoutingRuleSet([
-            rule("hot", .named(Self.temperature), #"{">": [{"var": "actorNode.characteristics.limit"}, {"var": "shared.setpoints.fanOn"}]}"#, index: 0),
-            rule("mode", .any, #"{"or": [{"==": [{"var": ["shared.modes.current", "auto"]}, "manual"]}, {"var": "shared"}, {"var": "context.name"}]}"#, index: 1),
+            rule(
+                "hot", .named(Self.temperature),
+                #"{">": [{"var": "actorNode.characteristics.limit"}, {"var": "shared.setpoints.fanOn"}]}"#, index: 0),
+            rule(
+                "mode", .any,
+                #"{"or": [{"==": [{"var": ["shared.modes.current", "auto"]}, "manual"]}, {"var": "shared"}, {"var": "context.name"}]}"#,
+                index: 1),
             rule("computed", .any, #"{"var": {"cat": ["shared.", "hidden"]}}"#, index: 2),
         ])
         // Computed paths cannot be known before evaluating; `shared` alone names no object.
         #expect(ruleSet.sharedObjectNames == ["setpoints", "modes"])
         func hot(fanOn: JSONValue) -> String? {
             ruleSet.match(
-                source: source(Self.temperature), sourceNode: ["name": "C"], actor: ["name": "Fan", "valueType": .string(Self.temperature)],
+                source: source(Self.temperature), sourceNode: ["name": "C"],
+                actor: ["name": "Fan", "valueType": .string(Self.temperature)],
                 actorNode: ["name": "C", "characteristics": ["limit": 70]], context: ["name": "C"],
                 shared: ["setpoints": ["fanOn": fanOn]]
             ).rule?.name

@@ -171,9 +171,11 @@ import Testing
 
     /// A device would be read without end, a FIFO would block the check (and a reload) until a writer comes.
     @Test func devicesAndFIFOsAreRefusedWithoutReadingOrWaiting() throws {
-        #expect(throws: RuleLoadError(problems: [
-            RuleFileProblem(file: "/dev/zero", location: .file, reason: "not a regular file (a character device)")
-        ])) { try RoutingRuleSet.load(files: ["/dev/zero"]) }
+        #expect(
+            throws: RuleLoadError(problems: [
+                RuleFileProblem(file: "/dev/zero", location: .file, reason: "not a regular file (a character device)")
+            ])
+        ) { try RoutingRuleSet.load(files: ["/dev/zero"]) }
 
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -194,7 +196,9 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("top.json", "{\"rules\": [],\n \"rules\": []}")
-        try directory.write("nested.json", #"""
+        try directory.write(
+            "nested.json",
+            #"""
             {"rules": [
               {"name": "a", "valueType": "*", "condition": {"and": [{"===": [{"var": "context.operatingState"}, "normal"]}],
                                                          "and": [true]}}
@@ -203,10 +207,11 @@ import Testing
         let error = try #require(throws: RuleLoadError.self) {
             try RoutingRuleSet.load(files: [directory.file("top.json"), directory.file("nested.json")])
         }
-        #expect(error.problems.map(\.description) == [
-            "\(directory.file("top.json")): $.rules: duplicate key (line 2, column 2)",
-            "\(directory.file("nested.json")): $.rules[0].condition.and: duplicate key (line 3, column 46)",
-        ])
+        #expect(
+            error.problems.map(\.description) == [
+                "\(directory.file("top.json")): $.rules: duplicate key (line 2, column 2)",
+                "\(directory.file("nested.json")): $.rules[0].condition.and: duplicate key (line 3, column 46)",
+            ])
     }
 
     @Test func ruleSetRejectsDuplicateNames() throws {

@@ -194,7 +194,8 @@ struct WatcherTests {
         let base = try TemporaryDirectory()
         defer { base.remove() }
         for release in ["release1", "release2"] {
-            try FileManager.default.createDirectory(atPath: base.file("\(release)/rules"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: base.file("\(release)/rules"), withIntermediateDirectories: true)
             try base.write("\(release)/rules/a.json", rulesDocument([release]))
         }
         try FileManager.default.createSymbolicLink(atPath: base.file("current"), withDestinationPath: "release1")
@@ -261,7 +262,9 @@ struct WatcherTests {
         let watched = "ino:" + String(information.st_ino, radix: 16) + " "
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return descriptors.filter { descriptor in
-            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == "anon_inode:inotify",
+            guard
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"))
+                    == "anon_inode:inotify",
                 let details = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8)
             else { return false }
             return details.split(separator: "\n").contains { $0.hasPrefix("inotify wd:") && $0.contains(watched) }

@@ -144,22 +144,26 @@ public enum ObserveEvent: Sendable, Hashable {
         case .associated(let event):
             let rate = event.updateRate.map { ", every \(Self.number($0)) ms" } ?? ""
             let rule = event.rule.map { " by rule \($0)" } ?? ""
-            return "\(time) associated \(event.sourceName ?? event.sourceId) -> \(event.actorName ?? event.actorId) in \(event.context)"
+            return
+                "\(time) associated \(event.sourceName ?? event.sourceId) -> \(event.actorName ?? event.actorId) in \(event.context)"
                 + "\(rule) on \(event.route ?? "-")\(rate)"
         case .disassociated(let event):
-            return "\(time) disassociated \(event.sourceName ?? event.sourceId) -> \(event.actorName ?? event.actorId) in \(event.context)"
+            return
+                "\(time) disassociated \(event.sourceName ?? event.sourceId) -> \(event.actorName ?? event.actorId) in \(event.context)"
         case .agentJoined(let event):
             return "\(time) agent joined \(event.name) (\(event.agentId)) in namespace \(event.namespace): "
                 + "\(event.sources.count) sources, \(event.actors.count) actors"
         case .agentUpdated(let event):
-            return "\(time) agent \(event.name) (\(event.agentId)) now has \(event.sources.count) sources, \(event.actors.count) actors"
+            return
+                "\(time) agent \(event.name) (\(event.agentId)) now has \(event.sources.count) sources, \(event.actors.count) actors"
         case .agentLeft(let event):
             return "\(time) agent left \(event.name) (\(event.agentId))"
         case .deviceStatus(let event):
             let devices = event.devices.map(DeviceStatusFormat.summary).joined(separator: "; ")
             return "\(time) devices of \(event.agentName ?? event.agentId): \(devices)"
         case .context(let event):
-            return "\(time) context \(event.name) version \(event.version): \(ContextFormat.properties(of: event.object))"
+            return
+                "\(time) context \(event.name) version \(event.version): \(ContextFormat.properties(of: event.object))"
         }
     }
 
@@ -180,7 +184,9 @@ enum DeviceStatusFormat {
 
 /// The application's members of an IoContext (not the core members), as `key=value` pairs.
 enum ContextFormat {
-    static let coreMembers: Set<String> = ["coreType", "objectType", "objectId", "name", "parentObjectId", "contextVersion"]
+    static let coreMembers: Set<String> = [
+        "coreType", "objectType", "objectId", "name", "parentObjectId", "contextVersion",
+    ]
 
     static func properties(of object: JSONObject) -> String {
         let members = object.members.filter { !coreMembers.contains($0.key) }

@@ -23,7 +23,10 @@ public struct ObserveModel: Sendable {
         public var context: String
 
         var json: JSONValue {
-            ["objectId": .string(id), "name": .string(name), "valueType": .string(valueType), "context": .string(context)]
+            [
+                "objectId": .string(id), "name": .string(name), "valueType": .string(valueType),
+                "context": .string(context),
+            ]
         }
     }
 
@@ -36,7 +39,10 @@ public struct ObserveModel: Sendable {
         public var context: String
 
         var json: JSONValue {
-            ["objectId": .string(id), "name": .string(name), "valueType": .string(valueType), "context": .string(context)]
+            [
+                "objectId": .string(id), "name": .string(name), "valueType": .string(valueType),
+                "context": .string(context),
+            ]
         }
     }
 
@@ -48,7 +54,8 @@ public struct ObserveModel: Sendable {
         public var valueType: String?
         public var agent: NamePattern?
 
-        public init(context: String? = nil, source: String? = nil, valueType: String? = nil, agent: NamePattern? = nil) {
+        public init(context: String? = nil, source: String? = nil, valueType: String? = nil, agent: NamePattern? = nil)
+        {
             self.context = context
             self.source = source
             self.valueType = valueType
@@ -83,7 +90,8 @@ public struct ObserveModel: Sendable {
         /// `12:00:05  1000 agents (+3 joined, -1 left), 1000 sources (980 routed), 120.0 values/s, 2 agents with failing devices`
         public func line(time: String, seconds: Double) -> String {
             let rate = seconds > 0 ? Double(values) / seconds : 0
-            return "\(time)  \(agents) agents (+\(joined) joined, -\(left) left), \(sources) sources (\(routedSources) routed), "
+            return
+                "\(time)  \(agents) agents (+\(joined) joined, -\(left) left), \(sources) sources (\(routedSources) routed), "
                 + "\((rate * 10).rounded() / 10) values/s, \(failingAgents) agents with failing devices"
         }
     }
@@ -187,16 +195,21 @@ public struct ObserveModel: Sendable {
     }
 
     /// An Associate from a router (`routerId` is the publishing agent).
-    public mutating func apply(_ event: AssociateEvent, routerId: String, at time: Int64, rule: String? = nil) -> Changes {
+    public mutating func apply(_ event: AssociateEvent, routerId: String, at time: Int64, rule: String? = nil)
+        -> Changes
+    {
         var changes = Changes()
         let key = AssociationKey(context: event.ioContextName, sourceId: event.ioSourceId, actorId: event.ioActorId)
         let change = ObserveEvent.AssociationChange(
             time: time, context: event.ioContextName, routerId: routerId, sourceId: event.ioSourceId,
-            sourceName: sources[event.ioSourceId]?.name, actorId: event.ioActorId, actorName: actors[event.ioActorId]?.name,
+            sourceName: sources[event.ioSourceId]?.name, actorId: event.ioActorId,
+            actorName: actors[event.ioActorId]?.name,
             route: event.associatingRoute, updateRate: event.updateRate, rule: rule)
-        let admitted = filter.admits(sourceId: event.ioSourceId, sources[event.ioSourceId], context: event.ioContextName)
+        let admitted = filter.admits(
+            sourceId: event.ioSourceId, sources[event.ioSourceId], context: event.ioContextName)
         if let route = event.associatingRoute {
-            let association = Association(route: route, updateRate: event.updateRate, routerId: routerId, rule: rule ?? associations[key]?.rule)
+            let association = Association(
+                route: route, updateRate: event.updateRate, routerId: routerId, rule: rule ?? associations[key]?.rule)
             guard associations[key] != association else { return changes }
             associations[key] = association
             watch(route, of: event.ioSourceId, changes: &changes)
@@ -235,7 +248,9 @@ public struct ObserveModel: Sendable {
         guard let sourceId = routeSources[route] else { return nil }
         let source = sources[sourceId]
         let value = ObservedValue(payload: payload, isRaw: source?.isRaw ?? false)
-        var state = activity[sourceId] ?? SourceActivity(last: value, lastTime: time, route: route, rates: RateWindow(start: time))
+        var state =
+            activity[sourceId]
+            ?? SourceActivity(last: value, lastTime: time, route: route, rates: RateWindow(start: time))
         state.last = value
         state.lastTime = time
         state.route = route
@@ -243,11 +258,15 @@ public struct ObserveModel: Sendable {
         activity[sourceId] = state
         guard filter.admits(sourceId: sourceId, source) else { return nil }
         tally.values += 1
-        return .value(.init(time: time, route: route, sourceId: sourceId, source: source, value: value, rate: state.rates.rate(at: time)))
+        return .value(
+            .init(
+                time: time, route: route, sourceId: sourceId, source: source, value: value,
+                rate: state.rates.rate(at: time)))
     }
 
     /// A `coaty-edge.DeviceStatus` object, advertised or resolved; nil when nothing changed.
-    public mutating func apply(deviceStatus object: CoatyObject, from agentId: String, at time: Int64) -> ObserveEvent? {
+    public mutating func apply(deviceStatus object: CoatyObject, from agentId: String, at time: Int64) -> ObserveEvent?
+    {
         let owner = object.parentObjectId ?? agentId
         let devices = object["devices"]?.arrayValue ?? []
         guard owner != ownAgentId, deviceStatus[owner] != devices else { return nil }
@@ -259,13 +278,18 @@ public struct ObserveModel: Sendable {
     /// An IoContext, advertised or resolved.
     public mutating func apply(context object: JSONObject, at time: Int64) -> Changes {
         var changes = Changes()
-        guard let name = object["name"]?.stringValue, let objectId = object["objectId"]?.stringValue else { return changes }
+        guard let name = object["name"]?.stringValue, let objectId = object["objectId"]?.stringValue else {
+            return changes
+        }
         addContext(name, changes: &changes)
         guard contextObjects[objectId] != object else { return changes }
         contextObjects[objectId] = object
         if filter.context == nil || filter.context == name {
-            changes.events.append(.context(.init(
-                time: time, name: name, objectId: objectId, version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
+            changes.events.append(
+                .context(
+                    .init(
+                        time: time, name: name, objectId: objectId,
+                        version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
         }
         return changes
     }
@@ -281,10 +305,14 @@ public struct ObserveModel: Sendable {
             let source = sources[id]
             guard filter.admits(sourceId: id, source) else { return nil }
             let state = activity[id]
-            let receivers = associations.filter { $0.key.sourceId == id }.map { actors[$0.key.actorId]?.name ?? $0.key.actorId }
+            let receivers = associations.filter { $0.key.sourceId == id }.map {
+                actors[$0.key.actorId]?.name ?? $0.key.actorId
+            }
             return Row(
-                sourceId: id, source: source?.name ?? id, agent: source?.agentName ?? "", context: source?.context ?? "",
-                value: state?.last.display() ?? "", rate: state?.rates.rate(at: time), age: state.map { time - $0.lastTime },
+                sourceId: id, source: source?.name ?? id, agent: source?.agentName ?? "",
+                context: source?.context ?? "",
+                value: state?.last.display() ?? "", rate: state?.rates.rate(at: time),
+                age: state.map { time - $0.lastTime },
                 actors: receivers.sorted())
         }
         .sorted { ($0.agent, $0.source, $0.sourceId) < ($1.agent, $1.source, $1.sourceId) }
@@ -309,26 +337,44 @@ public struct ObserveModel: Sendable {
     /// What the model knows now, as the events that would tell it to someone who just started watching: each
     /// agent joining, its device status, each IO context, each association, and each source's last value.
     public func replay(at time: Int64) -> [ObserveEvent] {
-        var events = agents.values.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }.map { ObserveEvent.agentJoined(seen($0, at: time)) }
+        var events = agents.values.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }.map {
+            ObserveEvent.agentJoined(seen($0, at: time))
+        }
         for (agentId, devices) in deviceStatus.sorted(by: { $0.key < $1.key }) {
-            events.append(.deviceStatus(.init(time: time, agentId: agentId, agentName: agents[agentId]?.name, devices: devices)))
+            events.append(
+                .deviceStatus(.init(time: time, agentId: agentId, agentName: agents[agentId]?.name, devices: devices)))
         }
         for (objectId, object) in contextObjects.sorted(by: { $0.key < $1.key }) {
-            guard let name = object["name"]?.stringValue, filter.context == nil || filter.context == name else { continue }
-            events.append(.context(.init(
-                time: time, name: name, objectId: objectId, version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
+            guard let name = object["name"]?.stringValue, filter.context == nil || filter.context == name else {
+                continue
+            }
+            events.append(
+                .context(
+                    .init(
+                        time: time, name: name, objectId: objectId,
+                        version: object[IoRouter.versionProperty]?.intValue ?? 0, object: object)))
         }
-        let pairs = associations.sorted { ($0.key.context, $0.key.sourceId, $0.key.actorId) < ($1.key.context, $1.key.sourceId, $1.key.actorId) }
-        for (key, association) in pairs where filter.admits(sourceId: key.sourceId, sources[key.sourceId], context: key.context) {
-            events.append(.associated(.init(
-                time: time, context: key.context, routerId: association.routerId, sourceId: key.sourceId,
-                sourceName: sources[key.sourceId]?.name, actorId: key.actorId, actorName: actors[key.actorId]?.name,
-                route: association.route, updateRate: association.updateRate, rule: association.rule)))
+        let pairs = associations.sorted {
+            ($0.key.context, $0.key.sourceId, $0.key.actorId) < ($1.key.context, $1.key.sourceId, $1.key.actorId)
         }
-        for (sourceId, state) in activity.sorted(by: { $0.key < $1.key }) where filter.admits(sourceId: sourceId, sources[sourceId]) {
-            events.append(.value(.init(
-                time: state.lastTime, route: state.route, sourceId: sourceId, source: sources[sourceId], value: state.last,
-                rate: state.rates.rate(at: time))))
+        for (key, association) in pairs
+        where filter.admits(sourceId: key.sourceId, sources[key.sourceId], context: key.context) {
+            events.append(
+                .associated(
+                    .init(
+                        time: time, context: key.context, routerId: association.routerId, sourceId: key.sourceId,
+                        sourceName: sources[key.sourceId]?.name, actorId: key.actorId,
+                        actorName: actors[key.actorId]?.name,
+                        route: association.route, updateRate: association.updateRate, rule: association.rule)))
+        }
+        for (sourceId, state) in activity.sorted(by: { $0.key < $1.key })
+        where filter.admits(sourceId: sourceId, sources[sourceId]) {
+            events.append(
+                .value(
+                    .init(
+                        time: state.lastTime, route: state.route, sourceId: sourceId, source: sources[sourceId],
+                        value: state.last,
+                        rate: state.rates.rate(at: time))))
         }
         return events
     }
@@ -345,7 +391,8 @@ public struct ObserveModel: Sendable {
             for source in node.ioSources {
                 let info = SourceInfo(
                     id: source.objectId, name: source.name, valueType: source.valueType, isRaw: source.useRawIoValues,
-                    externalRoute: source.externalRoute, agentId: agent.agentId, agentName: agent.name, context: node.contextName)
+                    externalRoute: source.externalRoute, agentId: agent.agentId, agentName: agent.name,
+                    context: node.contextName)
                 sources[source.objectId] = info
                 watchDefaultRoutes(of: info, changes: &changes)
             }
@@ -384,14 +431,19 @@ public struct ObserveModel: Sendable {
         for node in agent.ioNodes {
             sources += node.ioSources.map {
                 SourceInfo(
-                    id: $0.objectId, name: $0.name, valueType: $0.valueType, isRaw: $0.useRawIoValues, externalRoute: $0.externalRoute,
+                    id: $0.objectId, name: $0.name, valueType: $0.valueType, isRaw: $0.useRawIoValues,
+                    externalRoute: $0.externalRoute,
                     agentId: agent.agentId, agentName: agent.name, context: node.contextName)
             }
             actors += node.ioActors.map {
-                ActorInfo(id: $0.objectId, name: $0.name, valueType: $0.valueType, agentId: agent.agentId, agentName: agent.name, context: node.contextName)
+                ActorInfo(
+                    id: $0.objectId, name: $0.name, valueType: $0.valueType, agentId: agent.agentId,
+                    agentName: agent.name, context: node.contextName)
             }
         }
-        return .init(time: time, agentId: agent.agentId, name: agent.name, namespace: agent.namespace, sources: sources, actors: actors)
+        return .init(
+            time: time, agentId: agent.agentId, name: agent.name, namespace: agent.namespace, sources: sources,
+            actors: actors)
     }
 
     private func merge(_ changes: inout Changes, _ more: Changes) {

@@ -62,7 +62,10 @@ public enum ObserveSession {
                 if case .summary = output {
                     if let last = lastSummary {
                         let summary = model.summary()
-                        write(summary.line(time: String(ClockTime.local(now).prefix(8)), seconds: Double(now - last) / 1000) + "\n")
+                        write(
+                            summary.line(
+                                time: String(ClockTime.local(now).prefix(8)), seconds: Double(now - last) / 1000) + "\n"
+                        )
                     } else {
                         _ = model.summary()
                     }
@@ -71,7 +74,9 @@ public enum ObserveSession {
                 if case .table(let title) = output {
                     let heading = "\(title)  \(model.agentCount) agents  \(ClockTime.local(now).prefix(8))"
                     let size = StandardOutput.terminalSize() ?? (100, 30)
-                    write(LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(width: size.columns, height: size.rows))
+                    write(
+                        LiveTable(title: heading, rows: model.rows(at: now), recentEvents: recent).render(
+                            width: size.columns, height: size.rows))
                 }
             case .events(let events):
                 for event in events {
@@ -100,7 +105,8 @@ public enum ObserveSession {
     /// made the pair: with `asksForRules`, an association without one makes it ask the routers again (once at a time,
     /// a context switch's burst of associations costs one call), and the answer adds the rules.
     public static func follow(
-        _ session: ClientSession, filter: ObserveModel.Filter, startupTimeout: Duration = .seconds(3), tick: Duration? = nil,
+        _ session: ClientSession, filter: ObserveModel.Filter, startupTimeout: Duration = .seconds(3),
+        tick: Duration? = nil,
         asksForRules: Bool = false, _ handle: (inout ObserveModel, Step, Int64) async -> Void
     ) async {
         let manager = session.manager
@@ -111,7 +117,11 @@ public enum ObserveSession {
             group.addTask { await session.presence.run() }
             group.addTask { for await change in presenceChanges { feed.yield(.presence(change)) } }
             if let statuses = try? manager.observeAdvertise(objectType: EdgeAgent.deviceStatusObjectType) {
-                group.addTask { for await advertise in statuses { feed.yield(.deviceStatus(advertise.event.object, from: advertise.sourceId)) } }
+                group.addTask {
+                    for await advertise in statuses {
+                        feed.yield(.deviceStatus(advertise.event.object, from: advertise.sourceId))
+                    }
+                }
             }
             let contexts = manager.observeAdvertise(coreType: .ioContext)
             group.addTask { for await advertise in contexts { feed.yield(.context(advertise.event.object)) } }
@@ -130,7 +140,9 @@ public enum ObserveSession {
             // Associations made before a context's Associate events are observed would be missed: the routers are
             // asked for theirs after each new subscription (the broker handles this connection's SUBSCRIBE first).
             @Sendable func routerAnswers() async {
-                guard let answers = try? manager.publishCall(CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout)
+                guard
+                    let answers = try? manager.publishCall(
+                        CallEvent(operation: IoRouter.associationsOperation), timeout: startupTimeout)
                 else { return }
                 for await returned in answers {
                     guard case .result(let result) = returned.event.outcome else { continue }

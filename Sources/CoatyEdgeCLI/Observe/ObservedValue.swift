@@ -21,7 +21,8 @@ public enum ObservedValue: Sendable, Hashable {
             return value.serialized()
         case .bytes(let bytes):
             let shown = bytes.prefix(maximumBytes).map(Self.hex).joined()
-            return "<\(bytes.count) bytes>" + (shown.isEmpty ? "" : " " + shown + (bytes.count > maximumBytes ? "…" : ""))
+            return "<\(bytes.count) bytes>"
+                + (shown.isEmpty ? "" : " " + shown + (bytes.count > maximumBytes ? "…" : ""))
         }
     }
 
@@ -29,7 +30,8 @@ public enum ObservedValue: Sendable, Hashable {
     var jsonMembers: [(String, JSONValue)] {
         switch self {
         case .json(let value): [("value", value)]
-        case .bytes(let bytes): [("bytes", .string(bytes.map(Self.hex).joined())), ("length", .number(Double(bytes.count)))]
+        case .bytes(let bytes):
+            [("bytes", .string(bytes.map(Self.hex).joined())), ("length", .number(Double(bytes.count)))]
         }
     }
 

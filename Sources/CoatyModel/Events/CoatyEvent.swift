@@ -109,7 +109,8 @@ package enum CoatyCodec {
         do {
             return .success(.event(parsed, try decodeEvent(parsed, json)))
         } catch {
-            return .failure(InboundRejection(topic: topic, reason: "invalid \(parsed.eventType.rawValue) payload: \(error)"))
+            return .failure(
+                InboundRejection(topic: topic, reason: "invalid \(parsed.eventType.rawValue) payload: \(error)"))
         }
     }
 
@@ -153,11 +154,15 @@ package enum CoatyCodec {
     private static func checkObjectFilter(_ filter: String, matches object: CoatyObject) throws(JSONShapeError) {
         if filter.hasPrefix(":") {
             guard object.objectType == filter.dropFirst() else {
-                throw JSONShapeError(path: JSONPath([.key("object"), .key("objectType")]), reason: "does not match the topic's object type \(filter.dropFirst())")
+                throw JSONShapeError(
+                    path: JSONPath([.key("object"), .key("objectType")]),
+                    reason: "does not match the topic's object type \(filter.dropFirst())")
             }
         } else {
             guard object.coreType.rawValue == filter else {
-                throw JSONShapeError(path: JSONPath([.key("object"), .key("coreType")]), reason: "does not match the topic's core type \(filter)")
+                throw JSONShapeError(
+                    path: JSONPath([.key("object"), .key("coreType")]),
+                    reason: "does not match the topic's core type \(filter)")
             }
         }
     }

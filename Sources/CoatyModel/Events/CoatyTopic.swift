@@ -57,7 +57,9 @@ package enum CoatyName {
         var name = name
         return !name.isEmpty
             && name.withUTF8 { bytes in
-                !bytes.contains { $0 == 0 || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "/") }
+                !bytes.contains {
+                    $0 == 0 || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "/")
+                }
             }
     }
 
@@ -84,7 +86,8 @@ package enum CoatyName {
         var filterLevels = filter.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)[...]
         // Topics starting with `$` are not matched by leading wildcards.
         if let first = topicLevels.first, first.first == UInt8(ascii: "$"),
-            let filterFirst = filterLevels.first, filterFirst.elementsEqual("+".utf8) || filterFirst.elementsEqual("#".utf8)
+            let filterFirst = filterLevels.first,
+            filterFirst.elementsEqual("+".utf8) || filterFirst.elementsEqual("#".utf8)
         {
             return false
         }
@@ -148,9 +151,11 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
         let parsed = topic.utf8.withContiguousStorageIfAvailable { bytes in
             Result { () throws(CoatyTopicError) in try CoatyTopic(levelsOf: bytes) }
         }
-        self = try (parsed ?? Array(topic.utf8).withUnsafeBufferPointer { bytes in
-            Result { () throws(CoatyTopicError) in try CoatyTopic(levelsOf: bytes) }
-        }).get()
+        self = try
+            (parsed
+            ?? Array(topic.utf8).withUnsafeBufferPointer { bytes in
+                Result { () throws(CoatyTopicError) in try CoatyTopic(levelsOf: bytes) }
+            }).get()
     }
 
     private init(levelsOf topic: UnsafeBufferPointer<UInt8>) throws(CoatyTopicError) {
@@ -204,7 +209,8 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let versionText = version == Self.protocolVersion ? "3" : String(version)
         let eventLevel = eventType.rawValue
-        var length = Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + eventLevel.utf8.count
+        var length =
+            Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + eventLevel.utf8.count
         length += sourceId.utf8.count + 4
         if let filter { length += filter.utf8.count + 1 }
         if let correlationId { length += correlationId.utf8.count + 1 }

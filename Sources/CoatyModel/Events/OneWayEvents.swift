@@ -77,9 +77,10 @@ public struct ChannelEvent: Sendable, Hashable {
         case (let single?, nil):
             content = .object(try CoatyObject(validating: single.value, at: single.path))
         case (nil, let many?):
-            content = .objects(try many.elements().map { element throws(JSONShapeError) in
-                try CoatyObject(validating: element.value, at: element.path)
-            })
+            content = .objects(
+                try many.elements().map { element throws(JSONShapeError) in
+                    try CoatyObject(validating: element.value, at: element.path)
+                })
         default:
             throw root.error("needs exactly one of \"object\" and \"objects\"")
         }
@@ -115,7 +116,9 @@ public struct AssociateEvent: Sendable, Hashable {
     /// Milliseconds.
     public var updateRate: Double?
 
-    public init(ioContextName: String, ioSourceId: String, ioActorId: String, associatingRoute: String?, updateRate: Double?) {
+    public init(
+        ioContextName: String, ioSourceId: String, ioActorId: String, associatingRoute: String?, updateRate: Double?
+    ) {
         self.ioContextName = ioContextName
         self.ioSourceId = ioSourceId
         self.ioActorId = ioActorId

@@ -7,13 +7,17 @@ public struct QueryEvent: Sendable, Hashable {
     public var objectFilter: ObjectFilter?
     public var objectJoinConditions: ObjectJoinConditions?
 
-    public init(objectTypes: [String], objectFilter: ObjectFilter? = nil, objectJoinConditions: ObjectJoinConditions? = nil) {
+    public init(
+        objectTypes: [String], objectFilter: ObjectFilter? = nil, objectJoinConditions: ObjectJoinConditions? = nil
+    ) {
         self.objectTypes = objectTypes
         self.objectFilter = objectFilter
         self.objectJoinConditions = objectJoinConditions
     }
 
-    public init(coreTypes: [CoreType], objectFilter: ObjectFilter? = nil, objectJoinConditions: ObjectJoinConditions? = nil) {
+    public init(
+        coreTypes: [CoreType], objectFilter: ObjectFilter? = nil, objectJoinConditions: ObjectJoinConditions? = nil
+    ) {
         self.coreTypes = coreTypes
         self.objectFilter = objectFilter
         self.objectJoinConditions = objectJoinConditions

@@ -78,7 +78,8 @@ public struct CoatyObject: Sendable, Hashable {
     public subscript(property: String) -> JSONValue? {
         get { json[property] }
         set {
-            precondition(!CoatyObjectShape.coreFields.contains(property) || newValue != nil,
+            precondition(
+                !CoatyObjectShape.coreFields.contains(property) || newValue != nil,
                 "core field \(property) cannot be removed")
             json[property] = newValue
         }
@@ -206,7 +207,9 @@ enum CoatyObjectShape {
             for key in ["middleName", "honorificPrefix", "honorificSuffix"] {
                 _ = try names.optional(key)?.string()
             }
-            for key in ["displayName", "nickName", "title", "userType", "preferredLanguage", "locale", "timezone", "password"] {
+            for key in [
+                "displayName", "nickName", "title", "userType", "preferredLanguage", "locale", "timezone", "password",
+            ] {
                 _ = try object.optional(key)?.string()
             }
             _ = try object.optional("active")?.bool()

@@ -8,7 +8,9 @@ extension CoatyObject {
 
 extension IoSource {
     public static let definedProperties: [String] =
-        CoatyObject.definedProperties + ["valueType", "updateStrategy", "updateRate", "useRawIoValues", "externalRoute"]
+        CoatyObject.definedProperties + [
+            "valueType", "updateStrategy", "updateRate", "useRawIoValues", "externalRoute",
+        ]
 }
 
 extension IoActor {

@@ -56,7 +56,9 @@ enum Agents {
     static let sharedHostId = "0b7d3c2e-9a41-4f6e-8d25-3c1f6a9e7b40"
 
     /// An agent that hosts the shared object `setpoints` from its configuration, and nothing else.
-    static func sharedHost(broker: Int, setpoints: String = #"{"data": {"fanOn": 60, "fanOff": 55, "mode": "auto"}}"#) -> String {
+    static func sharedHost(broker: Int, setpoints: String = #"{"data": {"fanOn": 60, "fanOff": 55, "mode": "auto"}}"#)
+        -> String
+    {
         """
         {
           "common": {"agentIdentity": {"name": "Setpoints host", "objectId": "\(sharedHostId)"}},

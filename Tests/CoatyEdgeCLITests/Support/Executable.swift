@@ -6,7 +6,8 @@ import MQTTTestSupport
 /// the executable, so `swift build --build-tests` builds it).
 enum Executable {
     static let path: String = {
-        let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let bundle =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("coaty-edge").path
     }()
 
@@ -17,7 +18,8 @@ enum Executable {
 
     /// Runs `coaty-edge ARGUMENTS` to its end (killed after `timeout`).
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60), allowRoot: Bool = true
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60),
+        allowRoot: Bool = true
     ) async throws -> CommandResult {
         try await command(arguments, environment: environment, allowRoot: allowRoot).run(timeout: timeout)
     }
@@ -34,7 +36,8 @@ enum Executable {
     /// root (in containers and CI they do), which `run` refuses otherwise.
     static func command(_ arguments: [String], environment: [String: String], allowRoot: Bool = true) -> Command {
         let unset = isolated.filter { environment[$0] == nil }.flatMap { ["-u", $0] }
-        let rootFlag = allowRoot && arguments.first == "run" && !arguments.contains("--allow-root") ? ["--allow-root"] : []
+        let rootFlag =
+            allowRoot && arguments.first == "run" && !arguments.contains("--allow-root") ? ["--allow-root"] : []
         return Command(unset + [path] + arguments + rootFlag, environment: environment)
     }
 }

@@ -79,7 +79,9 @@ private func blockingExchange(port: Int, host: String, request: String) throws -
         address.sin6_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET6, host, &address.sin6_addr)
         connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
     } else {
         var address = sockaddr_in()
@@ -87,12 +89,16 @@ private func blockingExchange(port: Int, host: String, request: String) throws -
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, host, &address.sin_addr)
         connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
     }
     guard connected == 0 else { throw SocketError("connect to port \(port): errno \(errno)") }
     let bytes = Array(request.utf8)
-    guard send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw SocketError("send: errno \(errno)") }
+    guard send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else {
+        throw SocketError("send: errno \(errno)")
+    }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {

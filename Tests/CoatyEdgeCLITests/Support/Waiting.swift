@@ -2,7 +2,8 @@ import CoatyTestSupport
 import Foundation
 
 /// Polls `condition` until it holds; the limit only guards against hanging.
-func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
+func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws
+{
     let deadline = ContinuousClock.now + limit
     while try await !condition() {
         guard ContinuousClock.now < deadline else { throw SocketError("timed out waiting for \(what)") }
@@ -21,7 +22,9 @@ func waitForJSONLines(
         let lines = jsonLines(child.output.text)
         if lines.filter(predicate).count >= count { return lines }
         guard ContinuousClock.now < deadline else {
-            throw SocketError("timed out waiting for \(count) matching lines; \(child.command) printed:\n\(child.output.text)\(child.errors.text)")
+            throw SocketError(
+                "timed out waiting for \(count) matching lines; \(child.command) printed:\n\(child.output.text)\(child.errors.text)"
+            )
         }
         try await Task.sleep(for: .milliseconds(100))
     }

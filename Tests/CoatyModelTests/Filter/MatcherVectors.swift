@@ -1,3 +1,4 @@
+// swift-format-ignore-file
 // Generated from random objects and filters; `matches` is what Coaty JS 2.4's ObjectMatcher.matchesFilter
 // answers for them under Node (false where it throws). Do not edit.
 
