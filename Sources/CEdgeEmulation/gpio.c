@@ -58,6 +58,22 @@ static gpio_chip *find_chip(int number) {
     return NULL;
 }
 
+/// Line `line` of chip `number`, with the lock held; NULL with the reason in `error` when there is no such line, or
+/// when `input` and the line is requested as an output.
+static line_state *find_line(int number, int line, bool input, char *error, size_t error_size) {
+    gpio_chip *chip = find_chip(number);
+    if (chip == NULL) {
+        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
+    } else if (line < 0 || line >= chip->line_count) {
+        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
+    } else if (input && chip->lines[line].requested && chip->lines[line].output) {
+        coaty_emu_set_error(error, error_size, "line %d of GPIO chip %d is an output", line, number);
+    } else {
+        return &chip->lines[line];
+    }
+    return NULL;
+}
+
 static line_request *find_request(UMockdevIoctlClient *client) {
     for (line_request *request = requests; request != NULL; request = request->next) {
         if (request->client == client) return request;
@@ -120,16 +136,9 @@ static void write_events(line_request *request, const struct gpioevent_data *eve
 
 int coaty_emu_gpio_drive(int number, int line, const bool *levels, size_t count, char *error, size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
-    gpio_chip *chip = find_chip(number);
+    line_state *state = find_line(number, line, true, error, error_size);
     int result = -1;
-    if (chip == NULL) {
-        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
-    } else if (line < 0 || line >= chip->line_count) {
-        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
-    } else if (chip->lines[line].requested && chip->lines[line].output) {
-        coaty_emu_set_error(error, error_size, "line %d of GPIO chip %d is an output", line, number);
-    } else {
-        line_state *state = &chip->lines[line];
+    if (state != NULL) {
         line_request *request = find_event_request(number, line);
         struct gpioevent_data events[64];
         size_t event_count = 0;
@@ -159,14 +168,10 @@ int coaty_emu_gpio_drive(int number, int line, const bool *levels, size_t count,
 
 int coaty_emu_gpio_name_line(int number, int line, const char *name, char *error, size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
-    gpio_chip *chip = find_chip(number);
+    line_state *state = find_line(number, line, false, error, error_size);
     int result = -1;
-    if (chip == NULL) {
-        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
-    } else if (line < 0 || line >= chip->line_count) {
-        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
-    } else {
-        snprintf(chip->lines[line].name, sizeof chip->lines[line].name, "%s", name);
+    if (state != NULL) {
+        snprintf(state->name, sizeof state->name, "%s", name);
         result = 0;
     }
     pthread_mutex_unlock(&coaty_emu_lock);
@@ -246,16 +251,10 @@ int coaty_emu_gpio_pulse_train_start(int number, int line, double rate, uint64_t
         return -1;
     }
     pthread_mutex_lock(&coaty_emu_lock);
-    gpio_chip *chip = find_chip(number);
+    line_state *state = find_line(number, line, true, error, error_size);
     int result = -1;
-    if (chip == NULL) {
-        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
-    } else if (line < 0 || line >= chip->line_count) {
-        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
-    } else if (chip->lines[line].requested && chip->lines[line].output) {
-        coaty_emu_set_error(error, error_size, "line %d of GPIO chip %d is an output", line, number);
-    } else {
-        chip->lines[line].level = false;
+    if (state != NULL) {
+        state->level = false;
         result = 0;
     }
     pthread_mutex_unlock(&coaty_emu_lock);
@@ -291,14 +290,9 @@ void coaty_emu_gpio_pulse_train_finish(coaty_emu_pulse_train *handle, uint64_t *
 int coaty_emu_gpio_line_state_get(int number, int line, coaty_emu_gpio_line_state *state, char *error,
                                   size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
-    gpio_chip *chip = find_chip(number);
+    const line_state *source = find_line(number, line, false, error, error_size);
     int result = -1;
-    if (chip == NULL) {
-        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
-    } else if (line < 0 || line >= chip->line_count) {
-        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
-    } else {
-        line_state *source = &chip->lines[line];
+    if (source != NULL) {
         state->requested = source->requested;
         state->output = source->output;
         state->active_low = source->active_low;
@@ -313,14 +307,10 @@ int coaty_emu_gpio_line_state_get(int number, int line, coaty_emu_gpio_line_stat
 
 int coaty_emu_gpio_fail_line(int number, int line, int error_number, char *error, size_t error_size) {
     pthread_mutex_lock(&coaty_emu_lock);
-    gpio_chip *chip = find_chip(number);
+    line_state *state = find_line(number, line, false, error, error_size);
     int result = -1;
-    if (chip == NULL) {
-        coaty_emu_set_error(error, error_size, "no emulated GPIO chip %d", number);
-    } else if (line < 0 || line >= chip->line_count) {
-        coaty_emu_set_error(error, error_size, "GPIO chip %d has no line %d", number, line);
-    } else {
-        chip->lines[line].failure = error_number;
+    if (state != NULL) {
+        state->failure = error_number;
         line_request *request = find_event_request(number, line);
         if (request != NULL && error_number != 0) {
             struct gpioevent_data wake;
