@@ -402,12 +402,12 @@ public final class SharedObjects: Sendable {
     /// Back online: the hosted objects are advertised again (others may have missed changes or the host's
     /// return), and each connection asks again, since its host may have gone while this agent was away.
     private func cameOnline() async {
-        let (hosted, connected) = state.withLock { state in
-            (
+        let (hosted, connected, heard) = state.withLock { state in
+            let current = state.replicas.filter { $0.value.replica.status != .deleted }
+            return (
                 Array(state.hosted.values.map(\.state.withoutChange)),
-                Dictionary(grouping: state.replicas.filter { $0.value.replica.status != .deleted }.keys) {
-                    state.replicas[$0]?.replica.name ?? ""
-                }
+                Dictionary(grouping: current.keys) { current[$0]?.replica.name ?? "" },
+                current.mapValues(\.replica.timesHeard)
             )
         }
         for object in hosted { await advertise(object) }
@@ -415,7 +415,9 @@ public final class SharedObjects: Sendable {
             for (name, ids) in connected {
                 group.addTask {
                     guard !(await self.discover(name, for: ids)) else { return }
-                    self.updateReplicas(ids) { $0.unanswered() }
+                    for id in ids {
+                        self.updateReplicas([id]) { $0.unanswered(heardBefore: heard[id] ?? 0) }
+                    }
                 }
             }
         }

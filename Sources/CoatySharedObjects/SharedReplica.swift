@@ -6,6 +6,9 @@ struct SharedReplica: Sendable {
     let name: String
     private(set) var status = Status.waiting
     private(set) var state: SharedObjectState?
+    /// How many times a host's copy of the object arrived, taken or not: a host that answered after a Discover
+    /// went out is there, whether or not it answered the Discover itself.
+    private(set) var timesHeard = 0
 
     init(name: String) {
         self.name = name
@@ -14,6 +17,7 @@ struct SharedReplica: Sendable {
     /// The object as a host advertised, resolved or completed it.
     mutating func absorb(_ received: SharedObjectState) -> [SharedObjectEvent] {
         guard received.name == name, status != .deleted else { return [] }
+        timesHeard += 1
         guard let current = state, status != .waiting else {
             return bind(received)
         }
@@ -50,9 +54,11 @@ struct SharedReplica: Sendable {
         return []
     }
 
-    /// No host answered a Discover after this agent came back online: the host went while it was away.
-    mutating func unanswered() -> [SharedObjectEvent] {
-        guard status == .connected else { return [] }
+    /// No host answered a Discover after this agent came back online, and none was heard since `timesHeard` was
+    /// `heardBefore` (when the Discover went out): the host went while it was away. A host that advertised
+    /// meanwhile is there, though it did not answer: it began to host after the Discover reached it.
+    mutating func unanswered(heardBefore: Int) -> [SharedObjectEvent] {
+        guard status == .connected, timesHeard == heardBefore else { return [] }
         status = .unavailable
         return [.unavailable]
     }

@@ -115,7 +115,7 @@ import Testing
     @Test func theSameObjectComingBackIsASnapshotEvenAtAnOlderVersion() {
         var replica = SharedReplica(name: "n")
         _ = replica.absorb(state(5, ["a": 5]))
-        #expect(replica.unanswered() == [.unavailable])
+        #expect(replica.unanswered(heardBefore: replica.timesHeard) == [.unavailable])
         #expect(
             replica.absorb(state(0, ["a": 0])) == [
                 .snapshot(SharedSnapshot(objectId: "o1", hostId: "h1", version: 0, data: ["a": 0]))
@@ -129,8 +129,21 @@ import Testing
         #expect(replica.deadvertised(["x", "o1"]) == [.deleted])
         #expect(replica.absorb(state(2, [:])).isEmpty)
         #expect(replica.absorb(state(0, [:], id: "o2")).isEmpty)
-        #expect(replica.unanswered().isEmpty)
+        #expect(replica.unanswered(heardBefore: replica.timesHeard).isEmpty)
         #expect(!replica.accepts(messageTo: "o1"))
+    }
+
+    @Test func anUnansweredDiscoverLeavesAHostHeardSinceItWentOutConnected() {
+        var replica = SharedReplica(name: "n")
+        let beforeTheDiscover = replica.timesHeard
+        _ = replica.absorb(state(0, ["a": 0]))
+        #expect(replica.unanswered(heardBefore: beforeTheDiscover).isEmpty)
+        #expect(replica.status == .connected)
+        // An advertisement that changes nothing still shows the host is there.
+        let beforeTheNext = replica.timesHeard
+        #expect(replica.absorb(state(0, ["a": 0])).isEmpty)
+        #expect(replica.unanswered(heardBefore: beforeTheNext).isEmpty)
+        #expect(replica.unanswered(heardBefore: replica.timesHeard) == [.unavailable])
     }
 }
 

@@ -411,4 +411,39 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
         #expect(try await connection.set("fanOn", to: 59).version == 1)
         try await agents.stop(client, back)
     }
+
+    /// An agent that comes online asks for the objects it follows; a host that begins to host only after that Discover
+    /// reached it does not answer it, but its advertisement shows it is there: the connection stays connected (it
+    /// was marked unavailable when the Discover's wait ended, and a controller acting on that closed what it had
+    /// just opened).
+    @Test func aHostHeardAfterTheDiscoverOnComingOnlineIsNotTakenForGone() async throws {
+        let agents = try await SharedAgents()
+        let timeout = Duration.milliseconds(600)
+        let clientManager = agents.scenarios.agent("client")
+        let client = SharedObjects(manager: clientManager, requestTimeout: timeout)
+        let clientTask = Task { await client.run() }
+        // A host that advertises the object and answers no Discover, as one whose hosting began later does.
+        let host = agents.scenarios.agent("host")
+        try await agents.scenarios.online(host)
+
+        let connecting = Task { try await client.connect("setpoints", ifMissing: .wait) }
+        try await agents.scenarios.online(clientManager)
+        let object = SharedObjectState(
+            objectId: CoatyUUID.random(), name: "setpoints", hostId: host.identity.objectId, data: ["fanOn": 60])
+        try await host.publishAdvertise(AdvertiseEvent(object: object.object))
+        let connection = try await connecting.value
+        let events = Recorder(connection.events)
+        try await events.wait(count: 1)
+        #expect(connection.status == .connected)
+
+        // Both Discovers (the connect's and the one on coming online) have ended unanswered by now.
+        try await Task.sleep(for: timeout * 3)
+        #expect(connection.status == .connected)
+        #expect(!events.elements.contains(.unavailable))
+        clientTask.cancel()
+        await clientTask.value
+        await clientManager.stop()
+        await host.stop()
+        try await agents.broker.stop()
+    }
 }
