@@ -87,10 +87,13 @@ public final class CommunicationManager: Sendable {
     /// receivers or route monitors change, so that an inbound message finds its receivers with one lookup and
     /// without allocating.
     struct IoRouteDelivery: Sendable {
+        /// An own actor's receiver, with whether the actor takes raw bytes.
+        typealias Receiver = (isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)
+
         var monitors: [ObservationStream<[UInt8]>.Continuation] = []
         /// The receivers of the own actors associated on the route, each with whether it takes raw bytes; nil
         /// when no own actor is associated on it (a monitored route only).
-        var receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]?
+        var receivers: [IoRouteDelivery.Receiver]?
     }
 
     struct State: ~Copyable {
@@ -102,9 +105,10 @@ public final class CommunicationManager: Sendable {
         var isOnline = false
         var ioNodes: [IoNode] = []
         var routing: IoRoutingTable
-        /// Topic filters with the number of observers that need each, in the order they were first made.
-        var subscriptionCounts: [String: Int] = [:]
-        var subscriptionOrder: [String] = []
+        /// Topic filters with the number of observers that need each and when each was first made: a dictionary,
+        /// since observers come and go one by one (an `observe` of 10,000 routes ends them all at once).
+        var subscriptions: [String: (count: Int, order: Int)] = [:]
+        var nextSubscriptionOrder = 0
         var queue: PublicationQueue
         var isDraining = false
         /// Set when `stop` queues the Deadvertise: nothing is published after it, so publications are dropped.
@@ -145,6 +149,11 @@ public final class CommunicationManager: Sendable {
         mutating func makeObserverId() -> Int {
             defer { nextObserverId += 1 }
             return nextObserverId
+        }
+
+        /// The subscribed filters in the order they were first made: renewed so on a reconnect.
+        func subscriptionOrder() -> [String] {
+            subscriptions.sorted { $0.value.order < $1.value.order }.map(\.key)
         }
     }
 
@@ -429,7 +438,7 @@ public final class CommunicationManager: Sendable {
             // advertised itself.
             state.withLock { state in
                 state.isOnline = true
-                for filter in state.subscriptionOrder {
+                for filter in state.subscriptionOrder() {
                     do {
                         try transport.subscribe(filter)
                     } catch {
@@ -641,12 +650,15 @@ public final class CommunicationManager: Sendable {
     func addSubscriptions(_ filters: [String], in state: inout State) {
         var new: [String] = []
         for filter in filters {
-            let count = state.subscriptionCounts[filter, default: 0]
-            state.subscriptionCounts[filter] = count + 1
-            if count == 0 { new.append(filter) }
+            if state.subscriptions[filter] != nil {
+                state.subscriptions[filter]?.count += 1
+            } else {
+                state.subscriptions[filter] = (1, state.nextSubscriptionOrder)
+                state.nextSubscriptionOrder += 1
+                new.append(filter)
+            }
         }
         guard !new.isEmpty else { return }
-        state.subscriptionOrder += new
         if state.isOnline, let transport = state.transport {
             do {
                 try transport.subscribe(new)
@@ -662,19 +674,18 @@ public final class CommunicationManager: Sendable {
 
     /// Takes back a need for each filter; those no longer needed are unsubscribed together (one packet).
     func removeSubscriptions(_ filters: [String], in state: inout State) {
-        var gone: Set<String> = []
+        var gone: [(filter: String, order: Int)] = []
         for filter in filters {
-            guard let count = state.subscriptionCounts[filter] else { continue }
-            if count > 1 {
-                state.subscriptionCounts[filter] = count - 1
+            guard let subscription = state.subscriptions[filter] else { continue }
+            if subscription.count > 1 {
+                state.subscriptions[filter]?.count -= 1
             } else {
-                state.subscriptionCounts[filter] = nil
-                gone.insert(filter)
+                state.subscriptions[filter] = nil
+                gone.append((filter, subscription.order))
             }
         }
         guard !gone.isEmpty else { return }
-        let order = state.subscriptionOrder.filter { gone.contains($0) }
-        state.subscriptionOrder.removeAll { gone.contains($0) }
+        let order = gone.sorted { $0.order < $1.order }.map(\.filter)
         // Offline too: the transport remembers its subscriptions and would otherwise renew this one on the next
         // connect (a timed-out request's response topic, a cancelled observation), for good.
         try? state.transport?.unsubscribe(order)
@@ -924,15 +935,31 @@ public final class CommunicationManager: Sendable {
             routes[route] = IoRouteDelivery(monitors: Array(monitors.values))
         }
         for (route, actorIds) in state.routing.actorsByRoute {
-            let receivers = actorIds.keys.flatMap { actorId in
-                let isRaw = rawActorIds.contains(actorId)
-                return (state.ioValueReceivers[actorId] ?? []).map {
-                    (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject)
-                }
-            }
-            routes[route, default: IoRouteDelivery()].receivers = receivers
+            routes[route, default: IoRouteDelivery()].receivers = receivers(of: actorIds.keys, in: state)
         }
         state.ioRoutes = routes
+    }
+
+    /// `rebuildIoRoutes` for the one route whose monitors changed: a monitor of every route (`observe` of a large
+    /// fleet) comes and goes without rebuilding all of them, which made starting and stopping it quadratic.
+    private func rebuildIoRoute(_ route: String, in state: inout State) {
+        let monitors = state.routeMonitors[route].map { Array($0.values) } ?? []
+        var receivers: [IoRouteDelivery.Receiver]?
+        if let actorIds = state.routing.actorsByRoute[route] {
+            receivers = self.receivers(of: actorIds.keys, in: state)
+        }
+        state.ioRoutes[route] =
+            monitors.isEmpty && receivers == nil ? nil : IoRouteDelivery(monitors: monitors, receivers: receivers)
+    }
+
+    private func receivers(of actorIds: some Sequence<String>, in state: borrowing State) -> [IoRouteDelivery.Receiver]
+    {
+        actorIds.flatMap { actorId in
+            let isRaw = rawActorIds.contains(actorId)
+            return (state.ioValueReceivers[actorId] ?? []).map {
+                (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject)
+            }
+        }
     }
 
     /// Hands a message on an IO route to its monitors and to the actors associated on it; false if the topic is
@@ -957,7 +984,7 @@ public final class CommunicationManager: Sendable {
     /// Hands a value on `message.topic` (an IO route) to the own actors associated on it.
     func deliver(
         _ message: MQTTMessage,
-        to receivers: [(isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)]
+        to receivers: [IoRouteDelivery.Receiver]
     ) {
         counters.ioValuesReceived.add(1)
         var json: JSONValue?
@@ -999,7 +1026,7 @@ public final class CommunicationManager: Sendable {
             let id = state.makeObserverId()
             state.routeMonitors[route, default: [:]][id] = continuation
             addSubscription(route, in: &state)
-            rebuildIoRoutes(in: &state)
+            rebuildIoRoute(route, in: &state)
             return id
         }
         continuation.onTermination { [weak self] in
@@ -1008,7 +1035,7 @@ public final class CommunicationManager: Sendable {
                 guard state.routeMonitors[route]?.removeValue(forKey: id) != nil else { return }
                 if state.routeMonitors[route]?.isEmpty == true { state.routeMonitors[route] = nil }
                 removeSubscription(route, in: &state)
-                rebuildIoRoutes(in: &state)
+                rebuildIoRoute(route, in: &state)
             }
         }
         return stream

@@ -1,3 +1,4 @@
+import CoatyCommunication
 import CoatyIORouting
 import CoatyJSON
 import CoatyModel
@@ -61,13 +62,14 @@ public enum RouterReport {
         case .all:
             query.limit = nil
         }
-        var answers = try await call(session, query, timeout: timeout)
+        var answers = try await call(session.manager, query, timeout: timeout)
         // A page of more associations than fit into one answer, and all of them, take further answers.
         var isRead = view == .all
         if case .page = view { isRead = true }
         if isRead {
             for index in answers.indices {
-                answers[index] = try await complete(answers[index], session: session, query: query, timeout: timeout)
+                answers[index] = try await complete(
+                    answers[index], manager: session.manager, query: query, timeout: timeout)
             }
         }
         return answers.sorted {
@@ -78,11 +80,12 @@ public enum RouterReport {
     }
 
     /// The answers to one Call within `timeout`; with `query.routerId`, only that router's first.
-    static func call(_ session: ClientSession, _ query: IoAssociationQuery, timeout: Duration) async throws -> [Answer]
+    static func call(_ manager: CommunicationManager, _ query: IoAssociationQuery, timeout: Duration) async throws
+        -> [Answer]
     {
         let event = CallEvent(operation: IoRouter.associationsOperation, parameters: query.parameters)
         var answers: [Answer] = []
-        for await returned in try session.manager.publishCall(event, timeout: timeout) {
+        for await returned in try manager.publishCall(event, timeout: timeout) {
             if let routerId = query.routerId, returned.sourceId != routerId { continue }
             switch returned.event.outcome {
             case .result(let result):
@@ -114,9 +117,9 @@ public enum RouterReport {
 
     /// The associations `query` asks for (from its offset, at most its limit) of the router that gave the first
     /// answer, read answer after answer from one revision of its associations.
-    static func complete(_ first: Answer, session: ClientSession, query: IoAssociationQuery, timeout: Duration)
-        async throws -> Answer
-    {
+    static func complete(
+        _ first: Answer, manager: CommunicationManager, query: IoAssociationQuery, timeout: Duration
+    ) async throws -> Answer {
         let end = query.limit.map { query.offset + $0 }
         var start = first
         var routerQuery = query
@@ -128,7 +131,7 @@ public enum RouterReport {
             while let offset = next, end.map({ offset < $0 }) ?? true {
                 routerQuery.offset = offset
                 routerQuery.limit = end.map { $0 - offset }
-                guard let page = try await call(session, routerQuery, timeout: timeout).first else {
+                guard let page = try await call(manager, routerQuery, timeout: timeout).first else {
                     throw CommandFailure(
                         .failure,
                         "router \(first.routerAgentId) did not answer for associations from \(offset) on within \(timeout)"
@@ -149,7 +152,7 @@ public enum RouterReport {
             }
             routerQuery.offset = query.offset
             routerQuery.limit = query.limit
-            guard let again = try await call(session, routerQuery, timeout: timeout).first else {
+            guard let again = try await call(manager, routerQuery, timeout: timeout).first else {
                 throw CommandFailure(.failure, "router \(first.routerAgentId) did not answer again within \(timeout)")
             }
             start = again

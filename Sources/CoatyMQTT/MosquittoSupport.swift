@@ -2,26 +2,30 @@ import CMosquitto
 import Glibc
 
 /// The filters a transport renews after every reconnect, in the order they were first subscribed; membership is a
-/// set lookup, since a communication manager keeps a response subscription per pending request.
+/// dictionary lookup, since a communication manager keeps a response subscription per pending request.
 struct SubscriptionList: Sequence {
-    private var order: [String] = []
-    private var members: Set<String> = []
+    /// Each filter with when it was first added: removing one is O(1), since a client of many exact topics (an
+    /// `observe` of a large fleet) gives them up one by one; the order is needed only to renew them.
+    private var members: [String: Int] = [:]
+    private var nextOrder = 0
 
-    func contains(_ filter: String) -> Bool { members.contains(filter) }
+    func contains(_ filter: String) -> Bool { members[filter] != nil }
 
     mutating func append(contentsOf filters: [String]) {
-        for filter in filters where members.insert(filter).inserted {
-            order.append(filter)
+        for filter in filters where members[filter] == nil {
+            members[filter] = nextOrder
+            nextOrder += 1
         }
     }
 
     mutating func remove(_ filters: [String]) {
-        let gone = Set(filters)
-        members.subtract(gone)
-        order.removeAll { gone.contains($0) }
+        for filter in filters { members[filter] = nil }
     }
 
-    func makeIterator() -> IndexingIterator<[String]> { order.makeIterator() }
+    /// In the order they were added.
+    func makeIterator() -> IndexingIterator<[String]> {
+        members.sorted { $0.value < $1.value }.map(\.key).makeIterator()
+    }
 }
 
 /// Calls `body` with the filters as an array of C strings, as libmosquitto's `_multiple` calls take them.

@@ -253,6 +253,18 @@ import Testing
         let none = try await Self.answer(["--agent", "display-5", "--rule", "other-nodes"], broker: broker.port)
         #expect(none["matched"] as? Int == 0)
 
+        // `observe` shows every association the router made before it started, not only the first answer's.
+        let observe = try await Executable.start(["observe", "--json", "--broker", "mqtt://127.0.0.1:\(broker.port)"])
+        let observed = try await waitForJSONLines(observe, count: 10_000, within: .seconds(120)) {
+            $0["event"] as? String == "associated"
+        }
+        let observedPairs = Set(
+            observed.filter { $0["event"] as? String == "associated" }.map {
+                "\($0["sourceId"] as? String ?? "?")>\($0["actorId"] as? String ?? "?")"
+            })
+        #expect(observedPairs == Self.expectedPairs)
+        #expect(try await observe.stop(with: SIGTERM).status == 0)
+
         let badLimit = try await Self.show(["--limit", "0"], broker: broker.port)
         #expect(badLimit.status == 64)
         let both = try await Self.show(["--all", "--page", "2"], broker: broker.port)

@@ -146,7 +146,16 @@ public enum ObserveSession {
                 else { return }
                 for await returned in answers {
                     guard case .result(let result) = returned.event.outcome else { continue }
-                    feed.yield(.router(RouterReport.Answer(routerAgentId: returned.sourceId, result: result)))
+                    var answer = RouterReport.Answer(routerAgentId: returned.sourceId, result: result)
+                    // An answer holds what fits into one message (about 190 associations): the rest of a large
+                    // router's are read page after page; if that fails, what arrived is shown.
+                    if answer.nextOffset != nil,
+                        let whole = try? await RouterReport.complete(
+                            answer, manager: manager, query: IoAssociationQuery(), timeout: startupTimeout)
+                    {
+                        answer = whole
+                    }
+                    feed.yield(.router(answer))
                 }
             }
             if let context = filter.context, let associates = try? manager.observeAssociate(ioContextName: context) {
