@@ -208,7 +208,7 @@ let package = Package(
         .testTarget(
             name: "CoatyHomeAssistantTests",
             dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
-        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
+        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON", "CoatyTesting"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatyEdgeAgentTests",
