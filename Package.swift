@@ -120,7 +120,9 @@ let package = Package(
         // The agent against a bare libmosquitto client on one broker: `swift run -c release coaty-edge-bench`.
         .executableTarget(
             name: "coaty-edge-bench",
-            dependencies: ["CMosquitto", "CoatyIORouting", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CMosquitto", "CoatyIORouting", "ProcessSpawning", .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // The agent's points on plain MQTT topics and in Home Assistant (MQTT discovery), on a connection of its own.
         .target(
@@ -169,7 +171,12 @@ let package = Package(
         // on 127.0.0.1 on a free port, a manual clock, recorders; with EdgeEmulation's emulated chips.
         .target(
             name: "CoatyTesting",
-            dependencies: ["CoatyModel", "CoatyMQTT", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "CoatyModel", "CoatyMQTT", "ProcessSpawning", .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Starting a child (mosquitto) with no signal blocked, without Foundation: for CoatyTesting's brokers and the
+        // bench's, whose process keeps Foundation out.
+        .target(name: "ProcessSpawning"),
         // Our own test support on top of it: scenarios, fuzz harnesses, child processes, bridged brokers.
         .target(
             name: "CoatyTestSupport",
@@ -201,7 +208,7 @@ let package = Package(
         .testTarget(
             name: "CoatyHomeAssistantTests",
             dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
-        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON"]),
+        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON", "CoatyTesting"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatyEdgeAgentTests",

@@ -24,15 +24,7 @@ final class OutputDevices: Sendable {
     /// The real state of each line after every change, for the plain MQTT topics and Home Assistant.
     private let feed: PointFeed
     private let clock = ContinuousClock()
-    private let state = Mutex(State())
-
-    private struct State {
-        var outputs: [String: Output] = [:]
-        /// The data of the shared objects that output thresholds read, by object name.
-        var sharedData: [String: JSONObject] = [:]
-        /// Set when the agent stops: the outputs hold their safe state.
-        var isStopping = false
-    }
+    private let state = Mutex(OutputLifecycle.Outputs<Output>())
 
     /// One requested line, by its actor's objectId.
     private struct Output {
@@ -72,10 +64,8 @@ final class OutputDevices: Sendable {
         actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects,
         logger: Logger
     ) async {
-        // The lines stay requested after a stop, holding their safe state until the process ends. The stop flag is
-        // cleared when the run ends, for a next start: cleared at the start, it would undo a stop that came before
-        // this task first ran (a SIGTERM right after start, on a loaded machine).
-        defer { state.withLock { $0.isStopping = false } }
+        // The lines stay requested after a stop, holding their safe state until the process ends.
+        defer { state.withLock { $0.endRun() } }
         await withDiscardingTaskGroup { group in
             for device in devices {
                 guard let actor = actorsById[device.ioActorId] else { continue }
@@ -115,9 +105,9 @@ final class OutputDevices: Sendable {
                 {
                     _ = driver.retune(hysteresis, at: clock.now)
                 }
-                state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation)
                 if let line = driver.lineState { feed.send(.bool(line), of: device.ioActorId) }
-                return state.isStopping
+                return state.add(
+                    Output(wiring: wiring, driver: driver, holdEnds: holdEndsContinuation), for: device.ioActorId)
             }
             status.set(wiring.label, error: nil)
             return isStopping
@@ -127,7 +117,7 @@ final class OutputDevices: Sendable {
             return
         case .stopping:
             // A stop that came while the line was being requested found no output to put in its safe state.
-            state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+            state.withLock { $0.enterSafeState(device.ioActorId) { enterSafeState(&$0, reason: "the agent stops") } }
             return
         case .running:
             break
@@ -137,7 +127,7 @@ final class OutputDevices: Sendable {
             receive: { json in self.change(wiring, by: "\(json)") { driver, now in driver.receive(json, at: now) } },
             wake: {
                 let pulseEnded = self.state.withLock { state in
-                    state.outputs[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
+                    state.byActor[device.ioActorId]?.driver.pulseDeadline.map { $0 <= self.clock.now } ?? false
                 }
                 self.change(
                     wiring, by: pulseEnded ? "the end of its pulse" : "the state last asked for, after its minimum time"
@@ -147,9 +137,9 @@ final class OutputDevices: Sendable {
             },
             lost: {
                 self.state.withLock { state in
-                    guard !state.isStopping else { return }
-                    self.enterSafeState(
-                        of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                    guard var output = state.running(device.ioActorId) else { return }
+                    self.enterSafeState(&output, reason: "\(wiring.actor.name) lost its association")
+                    state.update(output, for: device.ioActorId)
                 }
             })
     }
@@ -158,7 +148,7 @@ final class OutputDevices: Sendable {
     /// topic): the same hysteresis, minimum times and stop rules apply. False when the output's line is not
     /// requested (no such output, or its line failed).
     func command(_ value: JSONValue, toOutput actorId: String, origin: String) -> Bool {
-        guard let wiring = state.withLock({ $0.outputs[actorId]?.wiring }) else { return false }
+        guard let wiring = state.withLock({ $0.byActor[actorId]?.wiring }) else { return false }
         change(wiring, by: "\(value) from \(origin)") { driver, now in driver.receive(value, at: now) }
         return true
     }
@@ -203,10 +193,10 @@ final class OutputDevices: Sendable {
     ) {
         let actorId = wiring.device.ioActorId
         state.withLock { state in
-            guard !state.isStopping, var output = state.outputs[actorId] else { return }
+            guard var output = state.running(actorId) else { return }
             let now = clock.now
             let outcome = body(&output.driver, now)
-            state.outputs[actorId] = output
+            state.update(output, for: actorId)
             // The output's task wakes at the earliest of a held-back switch and the end of a pulse, and asks again.
             if case .suppressed(_, let remaining) = outcome {
                 output.holdEnds.yield(
@@ -254,19 +244,15 @@ final class OutputDevices: Sendable {
     /// output afterwards. Each output logs its safe state, also when its line had it already.
     func enterSafeStateForStop() {
         state.withLock { state in
-            state.isStopping = true
-            for device in devices {
-                enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &state)
-            }
+            state.stop(devices.map(\.ioActorId)) { enterSafeState(&$0, reason: "the agent stops") }
         }
     }
 
-    private func enterSafeState(of actorId: String, reason: String, in state: inout State) {
-        guard var output = state.outputs[actorId] else { return }
+    /// Under the lock, through `OutputLifecycle.Outputs`.
+    private func enterSafeState(_ output: inout Output, reason: String) {
         let wiring = output.wiring
         let outcome = output.driver.enterSafeState(at: clock.now)
-        state.outputs[actorId] = output
-        if let line = output.driver.lineState { feed.send(.bool(line), of: actorId) }
+        if let line = output.driver.lineState { feed.send(.bool(line), of: wiring.device.ioActorId) }
         let safeState = output.driver.logic.safeState
         switch outcome {
         case .switched(let on):

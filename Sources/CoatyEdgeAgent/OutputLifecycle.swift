@@ -12,6 +12,57 @@ import Logging
 enum OutputLifecycle {
     typealias Instant = ContinuousClock.Instant
 
+    /// The open outputs of one kind by their actor's objectId, the data of the shared objects their controls read, and
+    /// whether the agent stops; the kind keeps it under one lock, with its log lines, so that the log has the changes in
+    /// their order. Once the agent stops, only the safe state moves an output.
+    struct Outputs<Output> {
+        private(set) var byActor: [String: Output] = [:]
+        /// The data of the shared objects that the outputs' controls read, by object name.
+        var sharedData: [String: JSONObject] = [:]
+        /// Set when the agent stops: the outputs hold their safe state.
+        private(set) var isStopping = false
+
+        /// Adds an output whose device is open; returns whether the agent stops (then it is to take its safe state).
+        mutating func add(_ output: Output, for actorId: String) -> Bool {
+            byActor[actorId] = output
+            return isStopping
+        }
+
+        /// An output to change while the agent runs, for `update`: nil once the agent stops, and before the output's
+        /// device is open.
+        func running(_ actorId: String) -> Output? {
+            isStopping ? nil : byActor[actorId]
+        }
+
+        /// Keeps an output that `running` gave and that was changed.
+        mutating func update(_ output: Output, for actorId: String) {
+            byActor[actorId] = output
+        }
+
+        /// Changes an output also when the agent stops, as the safe state does.
+        @discardableResult
+        mutating func enterSafeState<Result>(_ actorId: String, _ body: (inout Output) -> Result) -> Result? {
+            guard var output = byActor[actorId] else { return nil }
+            let result = body(&output)
+            byActor[actorId] = output
+            return result
+        }
+
+        /// The agent stops: `safeState` is applied to the outputs of `actorIds`, in their order, and from now on only
+        /// `enterSafeState` changes an output.
+        mutating func stop(_ actorIds: [String], _ safeState: (inout Output) -> Void) {
+            isStopping = true
+            for actorId in actorIds { enterSafeState(actorId, safeState) }
+        }
+
+        /// The run ended: a next start may change the outputs again. Cleared when the run ends, not when it starts: at
+        /// the start it would undo a stop that came before the outputs' task first ran (a SIGTERM right after start, on
+        /// a loaded machine).
+        mutating func endRun() {
+            isStopping = false
+        }
+    }
+
     /// How the opening ended.
     enum Opening {
         /// The device is open; the output runs.

@@ -24,14 +24,7 @@ final class PWMOutputs: Sendable {
     /// Publishes a duty from a `dutySource`.
     private let publishDuty: @Sendable (Double, String) -> Void
     private let clock = ContinuousClock()
-    private let state = Mutex(State())
-
-    private struct State {
-        var outputs: [String: Output] = [:]
-        /// The data of the shared objects that curves read, by object name.
-        var sharedData: [String: JSONObject] = [:]
-        var isStopping = false
-    }
+    private let state = Mutex(OutputLifecycle.Outputs<Output>())
 
     private struct Output {
         let wiring: Wiring
@@ -73,7 +66,7 @@ final class PWMOutputs: Sendable {
         actors actorsById: [String: IoActor], manager: CommunicationManager, sharedObjects: SharedObjects,
         logger: Logger
     ) async {
-        defer { state.withLock { $0.isStopping = false } }
+        defer { state.withLock { $0.endRun() } }
         await withDiscardingTaskGroup { group in
             for device in devices {
                 guard let actor = actorsById[device.ioActorId] else { continue }
@@ -104,8 +97,8 @@ final class PWMOutputs: Sendable {
                 {
                     _ = driver.retune(fanCurve, at: clock.now)
                 }
-                state.outputs[device.ioActorId] = Output(wiring: wiring, driver: driver, wakeups: wakeupsContinuation)
-                return state.isStopping
+                return state.add(
+                    Output(wiring: wiring, driver: driver, wakeups: wakeupsContinuation), for: device.ioActorId)
             }
             status.set(wiring.label, error: nil)
             wiring.logger.info(
@@ -118,7 +111,7 @@ final class PWMOutputs: Sendable {
         case .cancelled:
             return
         case .stopping:
-            state.withLock { enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &$0) }
+            state.withLock { $0.enterSafeState(device.ioActorId) { enterSafeState(&$0, reason: "the agent stops") } }
             return
         case .running:
             break
@@ -129,9 +122,9 @@ final class PWMOutputs: Sendable {
             wake: { self.change(wiring, by: nil) { driver, now in driver.advance(at: now) } },
             lost: {
                 self.state.withLock { state in
-                    guard !state.isStopping else { return }
-                    self.enterSafeState(
-                        of: device.ioActorId, reason: "\(wiring.actor.name) lost its association", in: &state)
+                    guard var output = state.running(device.ioActorId) else { return }
+                    self.enterSafeState(&output, reason: "\(wiring.actor.name) lost its association")
+                    state.update(output, for: device.ioActorId)
                 }
             })
     }
@@ -175,9 +168,9 @@ final class PWMOutputs: Sendable {
     ) {
         let actorId = wiring.device.ioActorId
         state.withLock { state in
-            guard !state.isStopping, var output = state.outputs[actorId] else { return }
+            guard var output = state.running(actorId) else { return }
             let outcome = body(&output.driver, clock.now)
-            state.outputs[actorId] = output
+            state.update(output, for: actorId)
             if let next = outcome.next { output.wakeups.yield(next) }
             switch outcome {
             case .set(let duty, _):
@@ -202,18 +195,14 @@ final class PWMOutputs: Sendable {
     /// Puts every output at its safe duty and keeps it there.
     func enterSafeStateForStop() {
         state.withLock { state in
-            state.isStopping = true
-            for device in devices {
-                enterSafeState(of: device.ioActorId, reason: "the agent stops", in: &state)
-            }
+            state.stop(devices.map(\.ioActorId)) { enterSafeState(&$0, reason: "the agent stops") }
         }
     }
 
-    private func enterSafeState(of actorId: String, reason: String, in state: inout State) {
-        guard var output = state.outputs[actorId] else { return }
+    /// Under the lock, through `OutputLifecycle.Outputs`.
+    private func enterSafeState(_ output: inout Output, reason: String) {
         let wiring = output.wiring
         let outcome = output.driver.enterSafeState(at: clock.now)
-        state.outputs[actorId] = output
         switch outcome {
         case .set(let duty, _):
             wiring.logger.notice("\(wiring.label) to its safe duty (\(Self.percent(duty))): \(reason)")

@@ -70,6 +70,26 @@ public struct ConnectionOptions: ParsableArguments, Sendable {
         let session = ClientSession(options: try settings.communicationOptions(), censusTimeout: censusTimeout)
         return try await session.run(connectTimeout: connectTimeout.duration, body)
     }
+
+    /// The shape of a one-shot subcommand: connects, runs `body` once online, leaves, and prints what `text` makes of
+    /// its answer. A `CommandFailure` from connecting, from `body` or from `text` becomes the message and exit status,
+    /// as with `perform`.
+    package func printAnswer<T: Sendable>(
+        censusTimeout: Duration = .seconds(3), _ body: @escaping @Sendable (ClientSession) async throws -> T,
+        as text: (T) throws -> String
+    ) async throws {
+        try await perform {
+            let answer = try await withSession(censusTimeout: censusTimeout, body)
+            StandardOutput.write(try text(answer))
+        }
+    }
+
+    /// Prints the text `body` answers, as the generic `printAnswer` does.
+    package func printAnswer(
+        censusTimeout: Duration = .seconds(3), _ body: @escaping @Sendable (ClientSession) async throws -> String
+    ) async throws {
+        try await printAnswer(censusTimeout: censusTimeout, body, as: { $0 })
+    }
 }
 
 /// A wait on the command line, in seconds: a finite number above zero, at most a day. `Duration.seconds(_: Double)`

@@ -33,7 +33,7 @@ public final class TestBroker: Sendable {
     }
 
     public let port: Int
-    private let directory: TemporaryDirectory
+    private let directory: ScratchDirectory
     private let configFile: URL
     private let logFile: URL
     private let running = Mutex<SpawnedProcess?>(nil)
@@ -41,7 +41,7 @@ public final class TestBroker: Sendable {
 
     /// Writes the configuration; `start()` runs the broker.
     public init(_ options: Options = Options()) throws {
-        directory = try TemporaryDirectory("broker")
+        directory = try ScratchDirectory("coaty-broker")
         port = try freeLoopbackPort()
         configFile = directory.url.appending(path: "mosquitto.conf")
         logFile = directory.url.appending(path: "broker.log")
@@ -181,20 +181,6 @@ public func freeLoopbackPort() throws -> Int {
     }
     guard bound else { throw TestSupportError("bind: errno \(errno)") }
     return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// A directory under the system's temporary directory, removed with its contents on deinit.
-package final class TemporaryDirectory: Sendable {
-    package let url: URL
-
-    package init(_ prefix: String) throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "coaty-\(prefix)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
 }
 
 public func findTool(_ name: String) throws -> URL {

@@ -8,13 +8,13 @@ public final class TestCertificates: Sendable {
     public let serverKeyFile: String
     public let clientCertFile: String
     public let clientKeyFile: String
-    private let directory: TemporaryDirectory
+    private let directory: ScratchDirectory
 
     /// `serverAltName` is the server certificate's subject alternative name, e.g. `IP:127.0.0.1` or `DNS:elsewhere`.
     /// A second authority needs a name of its own: OpenSSL finds an issuer by name, and one of the same name fails
     /// the signature check instead of being unknown.
     public init(serverAltName: String = "IP:127.0.0.1", authorityName: String = "coaty-edge test CA") throws {
-        let directory = try TemporaryDirectory("pki")
+        let directory = try ScratchDirectory("coaty-pki")
         self.directory = directory
         func path(_ name: String) -> String { directory.url.appending(path: name).path }
         let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]

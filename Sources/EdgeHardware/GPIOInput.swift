@@ -98,27 +98,18 @@ public final class GPIOInput: DigitalInput {
         let clock = ContinuousClock()
         var debouncer = Debouncer(window: debounceWindow, level: initialLevel)
         var buffer = [gpiod_line_event](repeating: gpiod_line_event(), count: 16)
-        var descriptors = [
-            pollfd(fd: handle.eventDescriptor(), events: Int16(POLLIN | POLLPRI), revents: 0),
-            pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        var waiter = EdgeWaiter(handle, stop: stop, label: label)
         while true {
             let timeout = debouncer.deadline.map { milliseconds(until: $0, from: clock.now) } ?? -1
-            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw .io(errno: errno, "cannot wait for edges of \(label): \(describe(errno))")
-            }
-            if descriptors[1].revents != 0 { return }
-            if descriptors[0].revents & Int16(POLLNVAL) != 0 {
-                throw .io(errno: EBADF, "edge events of \(label) stopped: the line was released")
-            }
-            if descriptors[0].revents != 0 {
+            switch try waiter.wait(timeout: timeout) {
+            case .stopped: return
+            case .edges:
                 let seen = clock.now
                 for edge in try handle.readEdges(into: &buffer) {
                     debouncer.observe(edge, at: seen)
                     if let level = debouncer.settle(at: seen) { continuation.yield(level) }
                 }
+            case .nothing: break
             }
             if let level = debouncer.settle(at: clock.now) { continuation.yield(level) }
         }
@@ -132,55 +123,4 @@ private func milliseconds(until deadline: ContinuousClock.Instant, from now: Con
     let (seconds, attoseconds) = remaining.components
     let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
     return Int32(clamping: milliseconds)
-}
-
-/// A pipe that wakes the watching thread's poll when the stream ends.
-final class Wakeup: Sendable {
-    let descriptor: Int32
-    private let writeDescriptor: Int32
-
-    init() throws(GPIOError) {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw .io(errno: errno, "cannot create a pipe: \(describe(errno))") }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        descriptor = ends[0]
-        writeDescriptor = ends[1]
-    }
-
-    func signal() {
-        var byte: UInt8 = 1
-        _ = write(writeDescriptor, &byte, 1)
-    }
-
-    deinit {
-        close(descriptor)
-        close(writeDescriptor)
-    }
-}
-
-private final class ThreadBody {
-    let run: @Sendable () -> Void
-
-    init(_ run: @escaping @Sendable () -> Void) {
-        self.run = run
-    }
-}
-
-/// Starts a detached thread; returns 0 or the pthread_create error.
-func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    defer { pthread_attr_destroy(&attributes) }
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    var thread = pthread_t()
-    let result = pthread_create(
-        &thread, &attributes,
-        { argument in
-            guard let argument else { return nil }
-            Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, box)
-    if result != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
-    return result
 }

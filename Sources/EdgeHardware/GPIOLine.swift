@@ -79,12 +79,7 @@ final class GPIOLineHandle: @unchecked Sendable {
 
     /// Reads the pending edge events: true for a rising edge (the line became active), false for a falling one.
     func readEdges(into buffer: inout [gpiod_line_event]) throws(GPIOError) -> [Bool] {
-        let count = lock.withLock { _ in
-            buffer.withUnsafeMutableBufferPointer { events in
-                gpiod_line_event_read_multiple(line, events.baseAddress, UInt32(events.count))
-            }
-        }
-        guard count >= 0 else { throw .io(errno: errno, "cannot read edge events of \(location): \(describe(errno))") }
-        return buffer[..<Int(count)].map { Int($0.event_type) == GPIOD_LINE_EVENT_RISING_EDGE }
+        let count = try readEvents(into: &buffer)
+        return buffer[..<count].map { Int($0.event_type) == GPIOD_LINE_EVENT_RISING_EDGE }
     }
 }

@@ -72,25 +72,15 @@ public final class GPIOPulseCounter: Sendable {
 
     private func watch(until stop: Wakeup) throws(GPIOError) {
         var buffer = [gpiod_line_event](repeating: gpiod_line_event(), count: 64)
-        var descriptors = [
-            pollfd(fd: handle.eventDescriptor(), events: Int16(POLLIN | POLLPRI), revents: 0),
-            pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        var waiter = EdgeWaiter(handle, stop: stop, label: label)
         let window =
             UInt64(debounce.components.seconds) * 1_000_000_000
             + UInt64(debounce.components.attoseconds / 1_000_000_000)
         var lastCounted: UInt64?
         while true {
-            let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw .io(errno: errno, "cannot wait for edges of \(label): \(describe(errno))")
-            }
-            if descriptors[1].revents != 0 { return }
-            if descriptors[0].revents & Int16(POLLNVAL) != 0 {
-                throw .io(errno: EBADF, "edge events of \(label) stopped: the line was released")
-            }
-            guard descriptors[0].revents != 0 else { continue }
+            let outcome = try waiter.wait()
+            if outcome == .stopped { return }
+            guard outcome == .edges else { continue }
             let count = try handle.readEvents(into: &buffer)
             var added: UInt64 = 0
             var bounced: UInt64 = 0

@@ -33,15 +33,9 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
         sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], clock: C,
         phase: Duration = .zero
     ) {
-        precondition(interval > .zero, "poll interval must be positive")
-        precondition(phase >= .zero, "poll phase must not be negative")
-        self.sensor = sensor
-        self.interval = interval
-        self.backoff = backoff
-        self.pipelines = pipelines
-        self.clock = clock
-        self.phase = phase
-        self.scheduler = nil
+        self.init(
+            sensor: sensor, interval: interval, backoff: backoff, pipelines: pipelines, clock: clock, scheduler: nil,
+            phase: phase)
     }
 
     /// A poller that waits on the shared `scheduler`, on its clock.
@@ -49,13 +43,22 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
         sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline],
         scheduler: PollScheduler<C>, phase: Duration = .zero
     ) {
+        self.init(
+            sensor: sensor, interval: interval, backoff: backoff, pipelines: pipelines, clock: scheduler.clock,
+            scheduler: scheduler, phase: phase)
+    }
+
+    private init(
+        sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline], clock: C,
+        scheduler: PollScheduler<C>?, phase: Duration
+    ) {
         precondition(interval > .zero, "poll interval must be positive")
         precondition(phase >= .zero, "poll phase must not be negative")
         self.sensor = sensor
         self.interval = interval
         self.backoff = backoff
         self.pipelines = pipelines
-        self.clock = scheduler.clock
+        self.clock = clock
         self.phase = phase
         self.scheduler = scheduler
     }

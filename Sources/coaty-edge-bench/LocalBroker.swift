@@ -1,4 +1,5 @@
 import Glibc
+import ProcessSpawning
 
 /// A mosquitto of the benchmark's own on 127.0.0.1, on a free port, configured in a fresh temporary directory.
 /// It logs errors and warnings only: logging every message would make the broker the bottleneck.
@@ -37,7 +38,13 @@ final class LocalBroker {
                 "user \(currentUserName())",
             ].joined(separator: "\n") + "\n"
         try writeFile("\(directory)/mosquitto.conf", configuration)
-        let pid = try spawn(executable, ["-c", "\(directory)/mosquitto.conf"], errorFile: "\(directory)/stderr")
+        let pid: pid_t
+        do {
+            pid = try spawnWithDefaultSignals(
+                executable, arguments: ["-c", "\(directory)/mosquitto.conf"], errorFile: "\(directory)/stderr")
+        } catch {
+            throw .system("cannot start \(executable)", error.code)
+        }
         let broker = LocalBroker(port: port, pid: pid, directory: directory)
 
         let deadline = monotonicNanoseconds() + 10_000_000_000
@@ -122,34 +129,6 @@ private func loopbackAddress(port: Int) -> sockaddr_in {
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     address.sin_port = UInt16(port).bigEndian
     return address
-}
-
-/// Starts a child with every signal unblocked and at its default action: Swift concurrency's threads block
-/// SIGTERM, and mosquitto would inherit that mask and never see the SIGTERM that stops it.
-private func spawn(_ executable: String, _ arguments: [String], errorFile: String) throws(BenchmarkError) -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, errorFile, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var signals = sigset_t()
-    sigemptyset(&signals)
-    posix_spawnattr_setsigmask(&attributes, &signals)
-    sigfillset(&signals)
-    posix_spawnattr_setsigdefault(&attributes, &signals)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { for argument in argv { free(argument) } }
-    var pid = pid_t()
-    let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-    guard rc == 0 else { throw .system("cannot start \(executable)", rc) }
-    return pid
 }
 
 private func writeFile(_ path: String, _ text: String) throws(BenchmarkError) {

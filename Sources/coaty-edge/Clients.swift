@@ -118,28 +118,24 @@ struct Agents: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await perform {
-            let census = self.census.duration
-            let filter = AgentCensus.Filter(
-                name: name.map(NamePattern.init), state: state?.state, context: context,
-                point: point.map(NamePattern.init),
-                valueType: valueType)
-            let result = try await connection.withSession(censusTimeout: AgentCensus.longestWait(for: census)) {
-                session in
-                await AgentCensus.take(session, duration: census)
-            }
+        let census = self.census.duration
+        let filter = AgentCensus.Filter(
+            name: name.map(NamePattern.init), state: state?.state, context: context,
+            point: point.map(NamePattern.init),
+            valueType: valueType)
+        try await connection.printAnswer(censusTimeout: AgentCensus.longestWait(for: census)) { session in
+            await AgentCensus.take(session, duration: census)
+        } as: { result in
             for shortfall in result.shortfalls { StandardError.write("coaty-edge agents: \(shortfall)\n") }
             let online = result.entries
             let entries = online.filter(filter.admits)
             guard entries.count > 0 || online.isEmpty || json else {
-                return StandardOutput.write("no agents match (\(AgentCensus.counted(online.count, "agent")) online)\n")
+                return "no agents match (\(AgentCensus.counted(online.count, "agent")) online)\n"
             }
-            let text =
-                json
+            return json
                 ? AgentCensus.jsonLines(entries)
                 : brief
                     ? AgentCensus.brief(entries) : summary ? AgentCensus.summary(entries) : AgentCensus.text(entries)
-            StandardOutput.write(text)
         }
     }
 }
@@ -176,17 +172,15 @@ struct Context: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await perform {
-                let (name, timeout) = (context, self.timeout.duration)
-                let contexts = try await connection.withSession { session in
-                    await ContextCommands.discover(session, name: name, timeout: timeout)
-                }
+            let (name, timeout) = (context, self.timeout.duration)
+            try await connection.printAnswer { session in
+                await ContextCommands.discover(session, name: name, timeout: timeout)
+            } as: { contexts in
                 guard !contexts.isEmpty else {
                     throw CommandFailure(
                         .failure, "no IO context\(name.map { " named \($0)" } ?? "") answered within \(timeout)")
                 }
-                StandardOutput.write(
-                    contexts.map { json ? $0.object.description + "\n" : ContextCommands.text($0) }.joined())
+                return contexts.map { json ? $0.object.description + "\n" : ContextCommands.text($0) }.joined()
             }
         }
     }
@@ -227,17 +221,16 @@ struct Context: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await perform {
-                let (name, key, value, timeout) = (
-                    context, key, ContextCommands.parseValue(self.value), self.timeout.duration
-                )
-                let expectedVersion = self.expectedVersion
-                let line = try await connection.withSession { session in
-                    try await ContextCommands.setProperty(
-                        session, contextName: name, key: key, value: value, expectedVersion: expectedVersion,
-                        timeout: timeout)
-                }
-                StandardOutput.write(line + "\n")
+            let (name, key, value, timeout) = (
+                context, key, ContextCommands.parseValue(self.value), self.timeout.duration
+            )
+            let expectedVersion = self.expectedVersion
+            try await connection.printAnswer { session in
+                try await ContextCommands.setProperty(
+                    session, contextName: name, key: key, value: value, expectedVersion: expectedVersion,
+                    timeout: timeout)
+            } as: { line in
+                line + "\n"
             }
         }
     }

@@ -104,27 +104,25 @@ struct Rules: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await perform {
-                let timeout = self.timeout.duration
-                var filters = IoAssociationQuery()
-                filters.context = context
-                filters.rule = rule.map(NamePattern.init)
-                filters.source = source.map(NamePattern.init)
-                filters.actor = actor.map(NamePattern.init)
-                let view: RouterReport.View = summary ? .summary : all ? .all : page.map { .page($0) } ?? .automatic
-                let (agent, limit, base) = (self.agent, self.limit, filters)
-                let answers = try await connection.withSession(censusTimeout: timeout) { session in
-                    var filters = base
-                    if let agent {
-                        filters.agentIds = try await RouterReport.agentIds(
-                            matching: NamePattern(agent), session: session, census: timeout)
-                    }
-                    return try await RouterReport.collect(
-                        session, filters: filters, view: view, pageSize: limit, timeout: timeout)
+            let timeout = self.timeout.duration
+            var filters = IoAssociationQuery()
+            filters.context = context
+            filters.rule = rule.map(NamePattern.init)
+            filters.source = source.map(NamePattern.init)
+            filters.actor = actor.map(NamePattern.init)
+            let view: RouterReport.View = summary ? .summary : all ? .all : page.map { .page($0) } ?? .automatic
+            let (agent, limit, base) = (self.agent, self.limit, filters)
+            try await connection.printAnswer(censusTimeout: timeout) { session in
+                var filters = base
+                if let agent {
+                    filters.agentIds = try await RouterReport.agentIds(
+                        matching: NamePattern(agent), session: session, census: timeout)
                 }
+                return try await RouterReport.collect(
+                    session, filters: filters, view: view, pageSize: limit, timeout: timeout)
+            } as: { answers in
                 guard !answers.isEmpty else { throw CommandFailure(.failure, "no router answered within \(timeout)") }
-                StandardOutput.write(
-                    json ? RouterReport.jsonLines(answers) : RouterReport.text(answers, view: view, pageSize: limit))
+                return json ? RouterReport.jsonLines(answers) : RouterReport.text(answers, view: view, pageSize: limit)
             }
         }
     }

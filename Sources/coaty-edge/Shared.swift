@@ -48,12 +48,9 @@ struct Shared: AsyncParsableCommand {
         @OptionGroup var connection: ConnectionOptions
 
         func run() async throws {
-            try await perform {
-                let (name, key, json, timeout) = (target.name, key, json, target.duration)
-                let text = try await connection.withSession { session in
-                    try await SharedCommands.get(session, name: name, key: key, json: json, timeout: timeout)
-                }
-                StandardOutput.write(text)
+            let (name, key, json, timeout) = (target.name, key, json, target.duration)
+            try await connection.printAnswer { session in
+                try await SharedCommands.get(session, name: name, key: key, json: json, timeout: timeout)
             }
         }
     }
@@ -88,15 +85,12 @@ struct Shared: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await perform {
-                let (name, key, value, expected, timeout) = (
-                    target.name, key, ContextCommands.parseValue(self.value), expectedVersion, target.duration
-                )
-                let line = try await connection.withSession { session in
-                    try await SharedCommands.set(
-                        session, name: name, key: key, value: value, expectedVersion: expected, timeout: timeout)
-                }
-                StandardOutput.write(line)
+            let (name, key, value, expected, timeout) = (
+                target.name, key, ContextCommands.parseValue(self.value), expectedVersion, target.duration
+            )
+            try await connection.printAnswer { session in
+                try await SharedCommands.set(
+                    session, name: name, key: key, value: value, expectedVersion: expected, timeout: timeout)
             }
         }
     }
@@ -140,17 +134,14 @@ struct Shared: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await perform {
-                let (name, key, expected, timeout) = (target.name, key, expectedVersion, target.duration)
-                let line = try await connection.withSession { session in
-                    if let key {
-                        try await SharedCommands.deleteKey(
-                            session, name: name, key: key, expectedVersion: expected, timeout: timeout)
-                    } else {
-                        try await SharedCommands.deleteObject(session, name: name, timeout: timeout)
-                    }
+            let (name, key, expected, timeout) = (target.name, key, expectedVersion, target.duration)
+            try await connection.printAnswer { session in
+                if let key {
+                    try await SharedCommands.deleteKey(
+                        session, name: name, key: key, expectedVersion: expected, timeout: timeout)
+                } else {
+                    try await SharedCommands.deleteObject(session, name: name, timeout: timeout)
                 }
-                StandardOutput.write(line)
             }
         }
     }
@@ -172,12 +163,9 @@ struct Shared: AsyncParsableCommand {
         @OptionGroup var connection: ConnectionOptions
 
         func run() async throws {
-            try await perform {
-                let (name, message, timeout) = (target.name, ContextCommands.parseValue(self.message), target.duration)
-                let line = try await connection.withSession { session in
-                    try await SharedCommands.send(session, name: name, message: message, timeout: timeout)
-                }
-                StandardOutput.write(line)
+            let (name, message, timeout) = (target.name, ContextCommands.parseValue(self.message), target.duration)
+            try await connection.printAnswer { session in
+                try await SharedCommands.send(session, name: name, message: message, timeout: timeout)
             }
         }
     }

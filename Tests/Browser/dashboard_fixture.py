@@ -37,8 +37,10 @@ def free_port():
 
 
 def bin_directory():
-    if os.environ.get("COATY_EDGE_BIN"):
-        return os.environ["COATY_EDGE_BIN"]
+    """Where coaty-edge and coaty-edge-dashboard are: beside COATY_EDGE_BINARY (the coaty-edge under test, as for the
+    measurement scripts), by default in the debug build's bin directory."""
+    if os.environ.get("COATY_EDGE_BINARY"):
+        return os.path.dirname(os.path.abspath(os.environ["COATY_EDGE_BINARY"]))
     return subprocess.run(["swift", "build", "--show-bin-path"], cwd=REPO, check=True, capture_output=True, text=True).stdout.strip()
 
 

@@ -1,8 +1,8 @@
 """The dashboard page in a real browser (Debian's chromium through chromium-driver and Selenium), against a real
 mosquitto and real `coaty-edge run` agents whose sensors are thermal zones in a sysfs tree the test writes.
 
-Run by .ci/run after the build: `python3 -m pytest Tests/Browser` (COATY_EDGE_BIN names the build's bin directory;
-by default `swift build --show-bin-path`).
+Run by .ci/run after the build: `python3 -m pytest Tests/Browser` (COATY_EDGE_BINARY names the coaty-edge under
+test, coaty-edge-dashboard beside it; by default those of `swift build --show-bin-path`).
 """
 
 import base64

@@ -9,16 +9,16 @@ import Testing
     // MARK: - Checks
 
     @Test func rulesCheckPrintsEachErrorWithFileJSONPathAndReason() async throws {
-        let scratch = try Scratch()
-        let good = try scratch.write("good/rules.json", Agents.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        let good = try scratch.write(Agents.rules, to: "good/rules.json").path
         let bad = try scratch.write(
-            "bad.json",
             #"""
             {"rules": [
               {"name": "a", "valueType": "*", "condition": {"frobnicate": [1]}},
               {"name": "b", "valueType": 5, "condition": true}
             ]}
-            """#)
+            """#, to: "bad.json"
+        ).path
 
         let valid = try await Executable.run(["rules", "check", scratch.url.appendingPathComponent("good").path, good])
         #expect(valid.status == 0)
@@ -48,17 +48,17 @@ import Testing
     }
 
     @Test func rulesCheckRefusesUnknownVariablesAndWarnsOfUnknownProperties() async throws {
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let typo = try scratch.write(
-            "typo.json",
             #"""
             {"rules": [{"name": "a", "valueType": "*", "condition": {"===": [{"var": "contxt.operatingState"}, "normal"]}}]}
-            """#)
+            """#, to: "typo.json"
+        ).path
         let member = try scratch.write(
-            "member.json",
             #"""
             {"rules": [{"name": "b", "valueType": "*", "condition": {"==": [{"var": "source.valueTyp"}, "t"]}}]}
-            """#)
+            """#, to: "member.json"
+        ).path
 
         let refused = try await Executable.run(["rules", "check", typo])
         #expect(refused.status == 78)
@@ -82,11 +82,10 @@ import Testing
 
         // `config check` knows the router's context, so it also warns of a context property the context lacks.
         try scratch.write(
-            "rules/context.json",
             #"""
             {"rules": [{"name": "c", "valueType": "*", "condition": {"==": [{"var": "context.operatingStat"}, "normal"]}}]}
-            """#)
-        let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
+            """#, to: "rules/context.json")
+        let router = try scratch.write(Agents.router(broker: 1883, rules: "rules"), to: "router.json").path
         let configured = try await Executable.run(["config", "check", router])
         #expect(configured.status == 0)
         #expect(configured.outputLines.first == "\(router): OK")
@@ -100,13 +99,15 @@ import Testing
     }
 
     @Test func configCheckSummarisesAValidConfigurationAndNamesTheErrorOfAnInvalidOne() async throws {
-        let scratch = try Scratch()
-        try scratch.write("rules/rules.json", Agents.rules)
-        let router = try scratch.write("router.json", Agents.router(broker: 1883, rules: "rules"))
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write(Agents.rules, to: "rules/rules.json")
+        let router = try scratch.write(Agents.router(broker: 1883, rules: "rules"), to: "router.json").path
         let sensors = try scratch.write(
-            "sensors.json", Agents.sensors(broker: 1883, extra: #", "metrics": {"port": 9464}"#))
+            Agents.sensors(broker: 1883, extra: #", "metrics": {"port": 9464}"#), to: "sensors.json"
+        ).path
         let bad = try scratch.write(
-            "bad.json", Agents.sensors(broker: 1883).replacingOccurrences(of: "\"0x48\"", with: "\"0x10\""))
+            Agents.sensors(broker: 1883).replacingOccurrences(of: "\"0x48\"", with: "\"0x10\""), to: "bad.json"
+        ).path
 
         let routerCheck = try await Executable.run(["config", "check", router])
         #expect(routerCheck.status == 0)
@@ -154,13 +155,14 @@ import Testing
     /// What is not a regular file, or is too large, is refused at once with the file and the reason: a device is not
     /// read without end, and a FIFO does not block the check (nor the client that reads a password from it).
     @Test func filesThatAreDevicesFIFOsDirectoriesOrTooLargeAreRefusedAtOnce() async throws {
-        let scratch = try Scratch()
-        try scratch.write("rules/a.json", Agents.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write(Agents.rules, to: "rules/a.json")
         let fifo = scratch.url.appendingPathComponent("rules/x.json").path
         try makeFIFO(fifo)
         let large = try scratch.write(
-            "large.json",
-            #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20))
+            #"{"communication": {"brokerUrl": "mqtt://127.0.0.1"}}"# + String(repeating: " ", count: 2 << 20),
+            to: "large.json"
+        ).path
         let password = scratch.url.appendingPathComponent("password").path
         try makeFIFO(password)
         let authority = scratch.url.appendingPathComponent("ca.crt").path
@@ -246,15 +248,16 @@ import Testing
     /// grow, and SIGTERM makes it tell systemd STOPPING=1, deadvertise and exit 0.
     @Test(.emulatedHardware) func runPublishesValuesObserveShowsThemAndSIGTERMEndsItCleanly() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        try scratch.write("rules/rules.json", Agents.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write(Agents.rules, to: "rules/rules.json")
         let metricsPort = try freeLoopbackPort()
         let configs = (
-            router: try scratch.write("router.json", Agents.router(broker: broker.port, rules: "rules")),
+            router: try scratch.write(Agents.router(broker: broker.port, rules: "rules"), to: "router.json").path,
             actor: try scratch.write(
-                "actor.json",
-                Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
-            sensors: try scratch.write("sensors.json", Agents.sensors(broker: broker.port))
+                Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal"),
+                to: "actor.json"
+            ).path,
+            sensors: try scratch.write(Agents.sensors(broker: broker.port), to: "sensors.json").path
         )
         let router = try await Executable.start(["run", "--config", configs.router])
         let actor = try await Executable.start(["run", "--config", configs.actor])
@@ -321,9 +324,8 @@ import Testing
     /// on is switched on, as the agent's log says, and the agent exits 0.
     @Test(.emulatedHardware) func sigtermPutsTheOutputsInTheirSafeState() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let config = try scratch.write(
-            "relay.json",
             """
             {
               "common": {"agentIdentity": {"name": "Relay"}, "ioContextNodes": {"Board": {"ioActors": [
@@ -332,7 +334,8 @@ import Testing
               "devices": {"emulated": true, "outputs": [
                 {"driver": "gpio-output", "ioActor": "relay", "chip": "gpiochip0", "line": 17, "initial": "off", "safeState": "on"}]}
             }
-            """)
+            """, to: "relay.json"
+        ).path
         let notify = try NotifySocket(name: scratch.url.appendingPathComponent("notify").path)
         let agent = try await Executable.start(
             ["run", "--config", config], environment: ["NOTIFY_SOCKET": notify.name])
@@ -356,8 +359,8 @@ import Testing
     /// normal operation to the one for emergencies; `context get` shows the new version.
     @Test(.emulatedHardware) func contextSetMovesTheRouting() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        try scratch.write("rules/rules.json", Agents.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write(Agents.rules, to: "rules/rules.json")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         var children: [CoatyTestSupport.ChildProcess] = []
         for (name, config) in [
@@ -369,7 +372,8 @@ import Testing
             ),
             ("sensors", Agents.sensors(broker: broker.port)),
         ] {
-            children.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
+            children.append(
+                try await Executable.start(["run", "--config", try scratch.write(config, to: "\(name).json").path]))
         }
         let observe = try await Executable.start(["observe", "--json", "--context", Agents.contextName] + url)
         try await observe.line(containing: #""actorId":"\#(Agents.normalActorId)""#, within: .seconds(30))
@@ -442,12 +446,12 @@ import Testing
     /// The log level comes from the configuration's logging.level, and --log-level overrides it.
     @Test func logLevelFromTheConfigurationAndTheFlag() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let config = try scratch.write(
-            "actor.json",
             Agents.actor(
                 broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal",
-                extra: #", "logging": {"level": "warning"}"#))
+                extra: #", "logging": {"level": "warning"}"#), to: "actor.json"
+        ).path
 
         /// READY=1 comes before the broker connection (the agent runs through a broker outage); `online`: also
         /// wait for the connection, so that the stop leaves cleanly.
@@ -480,8 +484,8 @@ import Testing
     /// observers whose filters admit the Boiler print its values.
     @Test(.emulatedHardware) func observeFiltersBySourceValueTypeAndContext() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        try scratch.write("rules/rules.json", Agents.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write(Agents.rules, to: "rules/rules.json")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         let filters: [(arguments: [String], admitsBoiler: Bool)] = [
             (["--source", "Boiler"], true),
@@ -501,7 +505,8 @@ import Testing
             ("normal", Agents.actor(broker: broker.port, state: "normal", id: Agents.normalActorId, name: "Normal")),
             ("sensors", Agents.sensors(broker: broker.port)),
         ] {
-            agents.append(try await Executable.start(["run", "--config", try scratch.write("\(name).json", config)]))
+            agents.append(
+                try await Executable.start(["run", "--config", try scratch.write(config, to: "\(name).json").path]))
         }
 
         // Once every admitting observer has printed several values, those that do not admit the Boiler had the time
@@ -535,12 +540,11 @@ import Testing
     /// thermal zone is a sysfs file the test removes and writes again.
     @Test func aFailingSensorShowsInTheLogObserveAndAgentsAndRecovers() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let zone = "sys/class/thermal/thermal_zone0"
-        try scratch.write("\(zone)/type", "cpu-thermal\n")
-        let temperature = try scratch.write("\(zone)/temp", "45000\n")
+        try scratch.write("cpu-thermal\n", to: "\(zone)/type")
+        let temperature = try scratch.write("45000\n", to: "\(zone)/temp").path
         let config = try scratch.write(
-            "soc.json",
             """
             {
               "common": {"agentIdentity": {"name": "SoC"}, "ioContextNodes": {"Board": {"ioSources": [
@@ -550,7 +554,8 @@ import Testing
                 {"driver": "thermal", "zone": 0, "pollInterval": "100ms", "retry": {"min": "100ms", "max": "200ms"},
                  "sources": {"temperature": {"ioSource": "soc"}}}]}
             }
-            """)
+            """, to: "soc.json"
+        ).path
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         let observe = try await Executable.start(["observe", "--json"] + url)
         let agent = try await Executable.start(["run", "--config", config])
@@ -573,7 +578,7 @@ import Testing
         #expect(devices.first?["state"] as? String == "failing")
         #expect(devices.first?["error"] as? String == "no device: \(temperature)")
 
-        try scratch.write("\(zone)/temp", "46500\n")
+        try scratch.write("46500\n", to: "\(zone)/temp")
         try await waitUntil("observe to report the zone ok again") { states().suffix(2) == ["failing", "ok"] }
 
         let stopped = try await agent.stop(with: SIGTERM)
@@ -595,10 +600,10 @@ import Testing
     /// broker publishes its last will, which `observe` reports, and the next `agents` does not list it.
     @Test(.emulatedHardware) func agentsListsAnAgentUntilItIsKilled() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         let sensors = try await Executable.start([
-            "run", "--config", try scratch.write("sensors.json", Agents.sensors(broker: broker.port)),
+            "run", "--config", try scratch.write(Agents.sensors(broker: broker.port), to: "sensors.json").path,
         ])
         let observe = try await Executable.start(["observe", "--json"] + url)
         try await observe.line(containing: #""event":"agentJoined""#, within: .seconds(30))

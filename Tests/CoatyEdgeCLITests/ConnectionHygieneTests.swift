@@ -10,8 +10,8 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct ConnectionHygieneTests {
     /// A client command names why it could not connect, with exit status 69.
     @Test func clientsNameWhyTheConnectionFailed() async throws {
-        let scratch = try Scratch()
-        let wrongPassword = try scratch.writePrivate("wrong.password", "hunter2\n")
+        let scratch = try ScratchDirectory("coaty-cli")
+        let wrongPassword = try scratch.write("hunter2\n", to: "wrong.password", mode: 0o600).path
         let certificates = try TestCertificates()
         let otherAuthority = try TestCertificates(authorityName: "another test CA")
         let misnamed = try TestCertificates(serverAltName: "DNS:elsewhere.invalid")
@@ -63,17 +63,17 @@ import Testing
     /// reason again when it gives up after `maxAttempts`.
     @Test func theAgentLogsWhyItCannotConnectAndGivesUpWithTheReason() async throws {
         let broker = try await TestBroker.started(TestBroker.Options(users: ["alice": "s3cret"]))
-        let scratch = try Scratch()
-        let password = try scratch.writePrivate("broker.password", "wrong\n")
+        let scratch = try ScratchDirectory("coaty-cli")
+        let password = try scratch.write("wrong\n", to: "broker.password", mode: 0o600).path
         let config = try scratch.write(
-            "agent.json",
             """
             {
               "common": {"agentIdentity": {"name": "Locked out"}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)", "username": "alice", "passwordFile": "\(password)",
                                 "reconnect": {"minDelay": 0.1, "maxDelay": 0.2, "maxAttempts": 3}}
             }
-            """)
+            """, to: "agent.json"
+        ).path
         let agent = try await Executable.start(["run", "--config", config])
         let refusal = "the broker refused the connection: not authorised (CONNACK 5)"
         let gaveUp = try await agent.line(containing: "gave up connecting", onErrors: true)
@@ -96,15 +96,15 @@ import Testing
         let otherAuthority = try TestCertificates(authorityName: "another test CA")
         let broker = try await TestBroker.started(
             TestBroker.Options(tls: certificates, requiresClientCertificate: false))
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let config = try scratch.write(
-            "agent.json",
             """
             {
               "common": {"agentIdentity": {"name": "Distrustful"}},
               "communication": {"brokerUrl": "mqtts://127.0.0.1:\(broker.port)", "tls": {"caFile": "\(otherAuthority.caFile)"}}
             }
-            """)
+            """, to: "agent.json"
+        ).path
         let agent = try await Executable.start(["run", "--config", config])
         let warning = try await agent.line(containing: "cannot connect to the broker", onErrors: true)
         #expect(
@@ -124,12 +124,12 @@ import Testing
         guard geteuid() == 0 else { return }
 
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let config = try scratch.write(
-            "agent.json",
             """
             {"common": {"agentIdentity": {"name": "Root"}}, "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"}}
-            """)
+            """, to: "agent.json"
+        ).path
         let refused = try await Executable.run(["run", "--config", config], allowRoot: false)
         #expect(refused.status == 78)
         #expect(
@@ -149,17 +149,17 @@ import Testing
     /// 0644 (naming it and what to do) and take it with --allow-open-password-file, or when its mode is 0600.
     @Test func aPasswordFileOthersMayReadIsRefusedUnlessAllowed() async throws {
         let broker = try await TestBroker.started(TestBroker.Options(users: ["alice": "s3cret"]))
-        let scratch = try Scratch()
-        let password = try scratch.write("broker.password", "s3cret\n")
+        let scratch = try ScratchDirectory("coaty-cli")
+        let password = try scratch.write("s3cret\n", to: "broker.password").path
         #expect(chmod(password, 0o644) == 0)
         let config = try scratch.write(
-            "agent.json",
             """
             {
               "common": {"agentIdentity": {"name": "Alice"}},
               "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)", "username": "alice", "passwordFile": "\(password)"}
             }
-            """)
+            """, to: "agent.json"
+        ).path
         let reason =
             "\(password) is readable by others (0644); chmod 600 it (or allow it with --allow-open-password-file)"
 
@@ -192,14 +192,5 @@ import Testing
         let ownerOnly = try await Executable.start(["run", "--config", config])
         _ = try await ownerOnly.line(containing: "online as Alice", onErrors: true)
         #expect(try await ownerOnly.stop(with: SIGTERM).status == 0)
-    }
-}
-
-extension Scratch {
-    /// Writes a file only its owner may read, as a password file must be; returns its path.
-    func writePrivate(_ name: String, _ text: String) throws -> String {
-        let path = try write(name, text)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        return path
     }
 }

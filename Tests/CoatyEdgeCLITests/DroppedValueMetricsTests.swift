@@ -9,9 +9,9 @@ import Testing
     /// the other reasons are there at 0 from the start.
     @Test(.emulatedHardware) func valuesOfASourceThatIsNotAssociatedAreCountedAsNoAssociation() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let metricsPort = try freeLoopbackPort()
-        let config = try scratch.write("sensors.json", Agents.sensors(broker: broker.port))
+        let config = try scratch.write(Agents.sensors(broker: broker.port), to: "sensors.json").path
         let sensors = try await Executable.start(["run", "--config", config, "--metrics-port", "\(metricsPort)"])
 
         func dropped(_ reason: String) -> String {

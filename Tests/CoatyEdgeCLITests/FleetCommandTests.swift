@@ -11,16 +11,15 @@ import Testing
 @Suite struct FleetCommandTests {
     /// An agent with one thermal zone; without `millidegrees` the zone's file is missing and the device fails.
     static func thermalAgent(
-        _ name: String, id: String, broker: TestBroker, scratch: Scratch, context: String = "Greenhouse",
+        _ name: String, id: String, broker: TestBroker, scratch: ScratchDirectory, context: String = "Greenhouse",
         millidegrees: Int?
     )
         throws -> String
     {
         let zone = "\(name)/sys/class/thermal/thermal_zone0"
-        try scratch.write("\(zone)/type", "cpu-thermal\n")
-        if let millidegrees { try scratch.write("\(zone)/temp", "\(millidegrees)\n") }
+        try scratch.write("cpu-thermal\n", to: "\(zone)/type")
+        if let millidegrees { try scratch.write("\(millidegrees)\n", to: "\(zone)/temp") }
         return try scratch.write(
-            "\(name).json",
             """
             {
               "common": {"agentIdentity": {"name": "\(name)", "objectId": "\(id)"}, "ioContextNodes": {"\(context)": {"ioSources": [
@@ -30,7 +29,8 @@ import Testing
                 {"driver": "thermal", "zone": 0, "pollInterval": "1s", "retry": {"min": "1s", "max": "2s"},
                  "sources": {"temperature": {"ioSource": "\(id)-soc"}}}]}
             }
-            """)
+            """, to: "\(name).json"
+        ).path
     }
 
     static let probeOK = "the broker delivers topic levels with dots"
@@ -41,7 +41,7 @@ import Testing
     /// bridge) and no longer listed by `agents` on site B. Neither agent warns about dotted topic levels.
     @Test func aKilledAgentOnOneSiteIsSeenGoneAcrossTheBridges() async throws {
         let brokers = try await BridgedBrokers.started(sites: 2)
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let greenhouse = try await Executable.start([
             "run", "--config",
             try Self.thermalAgent(
@@ -91,7 +91,7 @@ import Testing
     /// agents' objectIds differ in their first characters: Coaty's MQTT client id is made of them.)
     @Test func agentsFiltersAndSummariesAgainstRunningAgents() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         var agents: [CoatyTestSupport.ChildProcess] = []
         for (index, name) in ["pi-01", "pi-02", "pi-03"].enumerated() {
             let config = try Self.thermalAgent(
@@ -187,7 +187,7 @@ import Testing
                     topic readwrite #
                     topic deny coaty/3/-/CHN:coaty-edge.probe.\(id)/#
                     """))
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let agent = try await Executable.start([
             "run", "--config",
             try Self.thermalAgent("deaf", id: id, broker: broker, scratch: scratch, millidegrees: 40000),

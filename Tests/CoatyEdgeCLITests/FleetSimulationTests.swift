@@ -17,7 +17,7 @@ import Testing
     /// agents publish no Discover of their own.
     @Test func theAgentsCommandListsAFleetOfOneSimulationProcess() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         let discovers = try await TestClient.connected(to: broker, subscribingTo: ["coaty/3/+/DSC/+/+"])
         let observe = try await Executable.start(["observe", "--json"] + url)

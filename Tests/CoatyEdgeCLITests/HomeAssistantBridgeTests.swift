@@ -63,8 +63,8 @@ import Testing
 
     @Test func discoveryRetainedStatesCommandsAvailabilityAndRemoval() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        let file = try scratch.write("agent.json", Self.configuration(broker: broker.port))
+        let scratch = try ScratchDirectory("coaty-cli")
+        let file = try scratch.write(Self.configuration(broker: broker.port), to: "agent.json").path
         let metricsPort = try freeLoopbackPort()
         var agent = try await Executable.start(["run", "--config", file, "--metrics-port", "\(metricsPort)"])
         let watcher = try await BridgeTopics(broker: broker)
@@ -187,7 +187,7 @@ import Testing
         )
 
         // A point removed from the configuration: its retained config (and state) are cleared.
-        try scratch.write("agent.json", Self.configuration(broker: broker.port, withDoor: false))
+        try scratch.write(Self.configuration(broker: broker.port, withDoor: false), to: "agent.json")
         agent = try await Executable.start(["run", "--config", file])
         _ = try await watcher.bytes("homeassistant/binary_sensor/\(Self.agent)/door/config") { $0.isEmpty }
         _ = try await watcher.bytes("\(Self.prefix)/door") { $0.isEmpty }
@@ -198,8 +198,8 @@ import Testing
     }
 
     @Test func configCheckAndPreviewShowTheSection() async throws {
-        let scratch = try Scratch()
-        let file = try scratch.write("agent.json", Self.configuration(broker: 1883))
+        let scratch = try ScratchDirectory("coaty-cli")
+        let file = try scratch.write(Self.configuration(broker: 1883), to: "agent.json").path
         let check = try await Executable.run(["config", "check", file])
         #expect(check.status == 0, "\(check.errors)")
         #expect(
@@ -218,7 +218,7 @@ import Testing
         // The example of deploy/, with its password file and rules found from the scratch directory.
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let password = try scratch.write("topics.password", "secret\n")
+        let password = try scratch.write("secret\n", to: "topics.password").path
         #expect(chmod(password, 0o600) == 0)
         let example = try String(
             contentsOf: repository.appendingPathComponent("deploy/example-home-assistant.json"), encoding: .utf8
@@ -226,7 +226,7 @@ import Testing
         .replacingOccurrences(of: "/etc/coaty-edge/topics.password", with: password)
         .replacingOccurrences(of: #""rules": "rules""#, with: #""rules": "\#(repository.path)/rules/greenhouse""#)
         let examplePreview = try await Executable.run([
-            "ha", "preview", "--config", try scratch.write("example.json", example),
+            "ha", "preview", "--config", try scratch.write(example, to: "example.json").path,
         ])
         #expect(examplePreview.status == 0, "\(examplePreview.errors)")
         #expect(
@@ -241,22 +241,22 @@ import Testing
         let readmeExample = try #require(
             section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
         let readmePreview = try await Executable.run([
-            "ha", "preview", "--config", try scratch.write("readme.json", readmeExample),
+            "ha", "preview", "--config", try scratch.write(readmeExample, to: "readme.json").path,
         ])
         #expect(readmePreview.status == 0, "\(readmePreview.errors)")
         #expect(readmePreview.outputLines.filter { $0.hasSuffix("/config") }.count == 6)
 
         let bad = try scratch.write(
-            "bad.json",
             Self.configuration(broker: 1883).replacingOccurrences(
-                of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#))
+                of: #""deviceClass": "door""#, with: #""deviceClass": "doors""#), to: "bad.json"
+        ).path
         let refused = try await Executable.run(["config", "check", bad])
         #expect(refused.status == 78)
         #expect(refused.errors.hasPrefix("\(bad): $.homeAssistant.points.door.deviceClass: "))
         let unknown = try scratch.write(
-            "unknown.json",
             Self.configuration(broker: 1883).replacingOccurrences(
-                of: #""points": {"door""#, with: #""points": {"doro""#))
+                of: #""points": {"door""#, with: #""points": {"doro""#), to: "unknown.json"
+        ).path
         let named = try await Executable.run(["ha", "preview", "--config", unknown])
         #expect(named.status == 78)
         #expect(named.errors.contains(#"$.homeAssistant.points.doro: no point of this agent is called "doro""#))

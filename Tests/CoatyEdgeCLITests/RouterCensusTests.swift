@@ -44,13 +44,19 @@ import Testing
 
     @Test func anActorThatAnswersTheCensusLateAfterABrokerRestartStaysAssociated() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        try scratch.write("sys/class/thermal/thermal_zone0/temp", "40000\n")
+        let scratch = try ScratchDirectory("coaty-cli")
+        try scratch.write("40000\n", to: "sys/class/thermal/thermal_zone0/temp")
         let sysfsRoot = scratch.url.appendingPathComponent("sys").path
         let (source, router, actor) = Self.configurations(broker: broker.port, sysfsRoot: sysfsRoot)
-        let routerAgent = try await Executable.start(["run", "--config", try scratch.write("router.json", router)])
-        let actorAgent = try await Executable.start(["run", "--config", try scratch.write("actor.json", actor)])
-        let sourceAgent = try await Executable.start(["run", "--config", try scratch.write("source.json", source)])
+        let routerAgent = try await Executable.start([
+            "run", "--config", try scratch.write(router, to: "router.json").path,
+        ])
+        let actorAgent = try await Executable.start([
+            "run", "--config", try scratch.write(actor, to: "actor.json").path,
+        ])
+        let sourceAgent = try await Executable.start([
+            "run", "--config", try scratch.write(source, to: "source.json").path,
+        ])
         defer {
             for agent in [routerAgent, actorAgent, sourceAgent] { kill(agent.processIdentifier, SIGCONT) }
         }

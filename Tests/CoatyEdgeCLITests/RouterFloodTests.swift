@@ -63,10 +63,11 @@ import Testing
 
     @Test func aFloodOfNodesLeavesTheRouterAnsweringAndStoppable() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        let rules = try scratch.write("rules.json", Self.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        let rules = try scratch.write(Self.rules, to: "rules.json").path
         let router = try await Executable.start([
-            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules)),
+            "run", "--config",
+            try scratch.write(Self.router(broker: broker.port, rules: rules), to: "router.json").path,
         ])
         try await waitUntil("the router answers", within: .seconds(60)) {
             try await Self.rulesShow(broker: broker.port).status == 0
@@ -75,7 +76,7 @@ import Testing
         // The flood. The router's connection delivers the Call of `rules show` after the advertisements before it,
         // so the first answer waits for their decoding (a debug build on a loaded machine takes seconds for that);
         // from then on, while the router evaluates the pairs, each `rules show` is answered within its second.
-        let first = try scratch.write("flood-1.txt", Self.advertisements(generation: 1))
+        let first = try scratch.write(Self.advertisements(generation: 1), to: "flood-1.txt").path
         let flood = try await Self.flood(broker: broker.port, file: first)
         _ = try await flood.finished(within: .seconds(60))
         try await waitUntil("an answer after the flood", within: .seconds(90)) {
@@ -103,7 +104,7 @@ import Testing
 
         // A second flood changes every node the router manages (all their pairs are evaluated again); SIGTERM in the
         // middle of it ends the router promptly, with its associations ended (the routed actors disassociated).
-        let second = try scratch.write("flood-2.txt", Self.advertisements(generation: 2))
+        let second = try scratch.write(Self.advertisements(generation: 2), to: "flood-2.txt").path
         let again = try await Self.flood(broker: broker.port, file: second)
         try await Task.sleep(for: .milliseconds(300))
         let signalled = ContinuousClock.now

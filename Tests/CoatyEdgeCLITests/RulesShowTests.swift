@@ -114,27 +114,28 @@ import Testing
 
     @Test func fewAssociationsAreListedAsBeforeAndTenThousandInSummaryPagesAndFilters() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
-        let rules = try scratch.write("rules.json", Self.rules)
+        let scratch = try ScratchDirectory("coaty-cli")
+        let rules = try scratch.write(Self.rules, to: "rules.json").path
         let router = try await Executable.start([
-            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port, rules: rules)),
+            "run", "--config",
+            try scratch.write(Self.router(broker: broker.port, rules: rules), to: "router.json").path,
         ])
         let display = try await Executable.start([
             "run", "--config",
             try scratch.write(
-                "display.json",
                 """
                 {"common": {"agentIdentity": {"name": "hall-display"},
                   "ioContextNodes": {"\(Self.context)": {"ioActors": [{"objectId": "small-actor", "name": "Small display", "valueType": "small.T"}]}}},
                  "communication": {"brokerUrl": "mqtt://127.0.0.1:\(broker.port)"}}
-                """),
+                """, to: "display.json"
+            ).path,
         ])
         let small =
             #"{"object":{"coreType":"IoNode","objectType":"coaty.IoNode","objectId":"small-node","name":"\#(Self.context)","#
             + #""parentObjectId":"small-agent","ioSources":[{"coreType":"IoSource","objectType":"coaty.IoSource","#
             + #""objectId":"small-a","name":"Boiler","valueType":"small.T","updateRate":500},{"coreType":"IoSource","#
             + #""objectType":"coaty.IoSource","objectId":"small-b","name":"Oven","valueType":"small.T"}],"ioActors":[]}}"#
-        let smallFile = try scratch.write("small.txt", small + "\n")
+        let smallFile = try scratch.write(small + "\n", to: "small.txt").path
         try await waitUntil("the router associates the small node", within: .seconds(60)) {
             _ = try await Command(
                 "sh", "-c",
@@ -175,7 +176,7 @@ import Testing
         _ = try await display.stop()
 
         // 10,000 associations.
-        let flood = try scratch.write("nodes.txt", Self.advertisements())
+        let flood = try scratch.write(Self.advertisements(), to: "nodes.txt").path
         let published = try await Command(
             "sh", "-c", "mosquitto_pub -l -h 127.0.0.1 -p \(broker.port) -t coaty/3/-/ADV:IoNode/bench < \(flood)"
         )

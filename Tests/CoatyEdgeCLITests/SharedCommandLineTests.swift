@@ -50,13 +50,13 @@ import Testing
     /// they did, or fail with the host's message and exit 1; deleting the object ends `watch`.
     @Test func getSetDeleteSendAndWatchAnObjectAnAgentHosts() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
 
         let watch = try await Executable.start(["shared", "watch", "setpoints", "--json", "--wait"] + url)
         try await waitForJSONLines(watch) { $0["event"] as? String == "waiting" }
         let host = try await Executable.start([
-            "run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port)),
+            "run", "--config", try scratch.write(Agents.sharedHost(broker: broker.port), to: "host.json").path,
         ])
         var lines = try await waitForJSONLines(watch) { $0["event"] as? String == "snapshot" }
         let snapshot = try #require(lines.first { $0["event"] as? String == "snapshot" })
@@ -162,10 +162,10 @@ import Testing
     /// The text of `watch`: one line per event, with the local time first.
     @Test func watchPrintsOneLineOfTextPerEvent() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
         let host = try await Executable.start([
-            "run", "--config", try scratch.write("host.json", Agents.sharedHost(broker: broker.port)),
+            "run", "--config", try scratch.write(Agents.sharedHost(broker: broker.port), to: "host.json").path,
         ])
         try await waitUntil("the host to serve setpoints") {
             try await Executable.run(["shared", "get", "setpoints", "--timeout", "0.5"] + url).status == 0
@@ -194,9 +194,9 @@ import Testing
     /// (same configuration, so a new object under the same name) the watcher gets its snapshot and follows it.
     @Test func aWatcherLearnsWhenTheHostIsKilledAndRecoversWhenItIsBack() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let url = ["--broker", "mqtt://127.0.0.1:\(broker.port)"]
-        let config = try scratch.write("host.json", Agents.sharedHost(broker: broker.port))
+        let config = try scratch.write(Agents.sharedHost(broker: broker.port), to: "host.json").path
 
         let watch = try await Executable.start(["shared", "watch", "setpoints", "--json", "--wait"] + url)
         let host = try await Executable.start(["run", "--config", config])
@@ -262,14 +262,14 @@ import Testing
     /// `config check` accepts a `sharedObjects` section, lists its objects, and names the file, JSON path and reason
     /// of a bad one (as `run` does before it starts anything).
     @Test func configCheckListsSharedObjectsAndNamesTheErrorOfABadOne() async throws {
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let good = try scratch.write(
-            "good.json",
             Agents.sharedHost(
                 broker: 1883,
                 setpoints: """
                     {"objectId": "3f0c8d52-5b7e-4c1a-9e60-2d4b8a7f1c93", "data": {"fanOn": 60, "fanOff": 55}, "expiry": 30, "readOnly": true}
-                    """))
+                    """), to: "good.json"
+        ).path
         let valid = try await Executable.run(["config", "check", good])
         #expect(valid.status == 0, "\(valid.errors)")
         #expect(
@@ -283,7 +283,7 @@ import Testing
             (#"{"expires": 5}"#, "$.sharedObjects.setpoints.expires: unknown member \"expires\""),
         ]
         for (setpoints, reason) in cases {
-            let bad = try scratch.write("bad.json", Agents.sharedHost(broker: 1883, setpoints: setpoints))
+            let bad = try scratch.write(Agents.sharedHost(broker: 1883, setpoints: setpoints), to: "bad.json").path
             let invalid = try await Executable.run(["config", "check", bad])
             #expect(invalid.status == 78)
             #expect(invalid.errors.hasPrefix("\(bad): \(reason)"), "\(invalid.errors)")

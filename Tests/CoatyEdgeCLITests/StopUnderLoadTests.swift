@@ -43,14 +43,18 @@ import Testing
     }
 
     /// The router, and the relay agent once its relay was associated.
-    static func agents(broker: TestBroker, scratch: Scratch, limits: String = "", extra: [String] = []) async throws
+    static func agents(broker: TestBroker, scratch: ScratchDirectory, limits: String = "", extra: [String] = [])
+        async throws
         -> (router: CoatyTestSupport.ChildProcess, relay: CoatyTestSupport.ChildProcess)
     {
         let router = try await Executable.start([
-            "run", "--config", try scratch.write("router.json", Self.router(broker: broker.port)),
+            "run", "--config", try scratch.write(Self.router(broker: broker.port), to: "router.json").path,
         ])
         let relay = try await Executable.start(
-            ["run", "--config", try scratch.write("relay.json", Self.relay(broker: broker.port, limits: limits))]
+            [
+                "run", "--config",
+                try scratch.write(Self.relay(broker: broker.port, limits: limits), to: "relay.json").path,
+            ]
                 + extra)
         try await router.line(containing: "associated Flood with Fan relay", onErrors: true, within: .seconds(30))
         return (router, relay)
@@ -65,7 +69,7 @@ import Testing
     /// machine, is given more time.
     @Test(.emulatedHardware) func sigtermMidFloodLeavesTheOutputInItsSafeStateAndEndsAtOnce() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let (router, relay) = try await Self.agents(broker: broker, scratch: scratch)
         // The relay agent is held (SIGSTOP) while the flood goes out, so that a backlog waits for it whatever the
         // machine's speed (in its socket and in the broker's queue for it), and SIGTERM reaches it with that backlog:
@@ -114,7 +118,7 @@ import Testing
     /// last asked for, even when that came while a switch was held back.
     @Test(.emulatedHardware) func minimumOnAndOffTimesHoldSwitchesBackUnderAFlood() async throws {
         let broker = try await TestBroker.started()
-        let scratch = try Scratch()
+        let scratch = try ScratchDirectory("coaty-cli")
         let metricsPort = try freeLoopbackPort()
         let started = ContinuousClock.now
         let (router, relay) = try await Self.agents(

@@ -377,7 +377,7 @@ import Testing
 
     /// A device, a directory or a huge file is refused with the reason, before anything is read into memory.
     @Test func loadRefusesWhatIsNotARegularFileOfAtMostOneMebibyte() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("coaty-config")
         defer { directory.remove() }
         #expect(
             throws: ConfigurationError(file: "/dev/zero", path: nil, reason: "not a regular file (a character device)")
@@ -389,27 +389,30 @@ import Testing
             try Configuration.load(file: directory.path)
         }
         let large = try directory.write(
-            "large.json", #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 3 << 20))
+            #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 3 << 20), to: "large.json"
+        ).path
         #expect(throws: ConfigurationError(file: large, path: nil, reason: "3.1 MiB is larger than the limit of 1 MiB"))
         {
             try Configuration.load(file: large)
         }
         let justAbove = try directory.write(
-            "above.json", #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 1 << 20))
+            #"{"communication": {"brokerUrl": "mqtt://h"}}"# + String(repeating: " ", count: 1 << 20), to: "above.json"
+        ).path
         #expect(
             throws: ConfigurationError(file: justAbove, path: nil, reason: "1.1 MiB is larger than the limit of 1 MiB")
         ) {
             try Configuration.load(file: justAbove)
         }
         let atTheLimit = try directory.write(
-            "limit.json",
-            #"{"communication": {"brokerUrl": "mqtt://h"}}"#.padding(toLength: 1 << 20, withPad: " ", startingAt: 0))
+            #"{"communication": {"brokerUrl": "mqtt://h"}}"#.padding(toLength: 1 << 20, withPad: " ", startingAt: 0),
+            to: "limit.json"
+        ).path
         #expect(throws: Never.self) { try Configuration.load(file: atTheLimit) }
     }
 
     /// A FIFO would block the reader until some writer comes; it is refused at once instead.
     @Test func aFIFOAsConfigurationOrPasswordFileIsRefusedWithoutWaiting() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("coaty-config")
         defer { directory.remove() }
         let fifo = directory.path + "/agent.json"
         try makeFIFO(fifo)
@@ -428,8 +431,9 @@ import Testing
         let passwordFIFO = directory.path + "/password"
         try makeFIFO(passwordFIFO)
         let configuration = try directory.write(
-            "password.json",
-            #"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFIFO)"}}"#)
+            #"{"communication": {"brokerUrl": "mqtt://h", "username": "u", "passwordFile": "\#(passwordFIFO)"}}"#,
+            to: "password.json"
+        ).path
         let passwordError = returnsPromptly(unblocking: passwordFIFO) { () -> ConfigurationError? in
             do throws(ConfigurationError) {
                 _ = try Configuration.load(file: configuration)
@@ -447,9 +451,9 @@ import Testing
     }
 
     @Test func passwordFilesAreLimitedTo64KiBAndTLSFilesMustBeRegularFiles() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("coaty-config")
         defer { directory.remove() }
-        let password = try directory.write("password", String(repeating: "x", count: (64 << 10) + 1))
+        let password = try directory.write(String(repeating: "x", count: (64 << 10) + 1), to: "password").path
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: password)
         #expect(
             throws: ConfigurationError(
@@ -483,28 +487,5 @@ import Testing
                     {"communication": {"brokerUrl": "mqtts://h", "tls": {"caFile": "/nonexistent/ca.crt", "certFile": "/nonexistent/c.crt", "keyFile": "\#(directory.path)"}}}
                     """#.utf8), source: "m.json")
         }
-    }
-}
-
-/// A fresh directory under the system's temporary directory, removed again by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-config-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
-        path = url.path
-    }
-
-    /// Writes the file and returns its path.
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        let file = path + "/" + name
-        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
-        return file
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(atPath: path)
     }
 }

@@ -28,39 +28,6 @@ enum Deploy {
     }
 }
 
-/// A directory of its own under the system's temporary directory, removed at the end of the test.
-final class ScratchDirectory: Sendable {
-    let url: URL
-    var path: String { url.path }
-
-    init(_ label: String = "coaty-deploy") throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        // Brokers started as root switch to the user mosquitto, and the no-root runs use nobody: both must get in.
-        chmod(url.path, 0o755)
-    }
-
-    func file(_ relative: String) -> URL { url.appendingPathComponent(relative) }
-
-    @discardableResult
-    func write(_ text: String, to relative: String, mode: mode_t = 0o644) throws -> URL {
-        let target = file(relative)
-        try FileManager.default.createDirectory(
-            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: target)
-        chmod(target.path, mode)
-        return target
-    }
-
-    func read(_ relative: String) throws -> String {
-        try String(contentsOf: file(relative), encoding: .utf8)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-}
-
 /// A target root for `install.sh --root`: an empty tree with the user database of a Debian system on which the
 /// mosquitto package is installed (its user has the host's ids, so that a real broker can read the files).
 func makeTargetRoot() throws -> ScratchDirectory {

@@ -1,26 +1,18 @@
+import CoatyTesting
 import Foundation
 
 /// A sysfs-like tree in a fresh temporary directory, removed when the value goes away.
 final class SysfsTree {
-    let root: String
+    private let directory: ScratchDirectory
+    var root: String { directory.path }
 
     init() throws {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("coaty-edge-sysfs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        root = url.path
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: root)
+        directory = try ScratchDirectory("coaty-edge-sysfs")
     }
 
     /// Writes `contents` at `relativePath`, creating the directories on the way.
     func write(_ relativePath: String, _ contents: String) throws {
-        let url = URL(fileURLWithPath: root).appendingPathComponent(relativePath)
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(contents.utf8).write(to: url)
+        try directory.write(contents, to: relativePath)
     }
 
     func makeDirectory(_ relativePath: String) throws {

@@ -1,5 +1,6 @@
 import CoatyJSON
 import CoatyModel
+import CoatyTestSupport
 import Foundation
 import RoutingRules
 import Testing
@@ -15,10 +16,9 @@ import Testing
     static let roots = "a condition reads source, sourceNode, actor, actorNode, context and shared"
 
     @Test func unknownRootsAreErrorsWithFileJSONPathAndReason() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "typos.json",
             Self.document([
                 #"{"===": [{"var": "contxt.operatingState"}, "normal"]}"#,
                 #"{"var": "sauce.x"}"#,
@@ -28,8 +28,8 @@ import Testing
                 #"{"var": {"cat": ["sauce.", {"var": "context.which"}]}}"#,
                 #"{"var": {"cat": ["xyz", ".name"]}}"#,
                 #"{"==": [{"var": "valueType"}, "t"]}"#,
-            ]))
-        let file = directory.file("typos.json")
+            ]), to: "typos.json")
+        let file = directory.file("typos.json").path
         let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
         #expect(
             error.problems.map(\.description) == [
@@ -46,10 +46,9 @@ import Testing
     }
 
     @Test func whatConditionsMayReadLoadsWithoutWarnings() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "fine.json",
             Self.document([
                 #"{"==": [{"var": "context.operatingState"}, {"var": "actorNode.characteristics.isResponsibleForOperatingState"}]}"#,
                 #"{">=": [{"var": ["shared.setpoints.fanOn", 30]}, {"var": "sourceNode.characteristics.anything.at.all"}]}"#,
@@ -59,17 +58,16 @@ import Testing
                 #"{"and": [{"var": ""}, {"var": {"cat": ["shared.", {"var": "context.object"}]}}, {"var": {"var": "context.which"}}, {"var": {"cat": ["source", "Node.name"]}}]}"#,
                 #"{"!": {"missing": ["source.externalRoute", "actor.useRawIoValues", "sourceNode.parentObjectId"]}}"#,
                 #"{"==": [{"var": "source.updateStrategy"}, {"var": "actor.updateRate"}]}"#,
-            ]))
+            ]), to: "fine.json")
         let rules = try RoutingRuleSet.load(directory: directory.path)
         #expect(rules.rules.count == 8)
         #expect(rules.warnings().isEmpty)
     }
 
     @Test func propertiesCoatyDoesNotDefineAreWarnings() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "members.json",
             Self.document([
                 #"{"==": [{"var": "source.valueTyp"}, "t"]}"#,
                 #"{"var": ["actor.enabled", true]}"#,
@@ -77,8 +75,8 @@ import Testing
                 #"{"var": "actorNode.ioActors.first.name"}"#,
                 #"{"var": "sourceNode.ioSources.1.nam"}"#,
                 #"{"var": "context.operatingStat"}"#,
-            ]))
-        let file = directory.file("members.json")
+            ]), to: "members.json")
+        let file = directory.file("members.json").path
         let rules = try RoutingRuleSet.load(directory: directory.path)
         #expect(rules.rules.count == 6)
         let unlessAdded = "; it reads null unless another agent adds it"
@@ -95,30 +93,29 @@ import Testing
 
     /// Applications give the IoContext their own properties: checked only against a router's context.
     @Test func contextPropertiesAreCheckedAgainstTheRoutersContext() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "context.json",
             Self.document([
                 #"{"==": [{"var": "context.operatingState"}, "normal"]}"#,
                 #"{"==": [{"var": "context.operatingStat"}, "normal"]}"#,
                 #"{"==": [{"var": "context.parentObjectId"}, {"var": "context.name"}]}"#,
-            ]))
+            ]), to: "context.json")
         let rules = try RoutingRuleSet.load(directory: directory.path)
         #expect(rules.warnings().isEmpty)
         var context = IoContext(name: "plant")
         context["operatingState"] = "normal"
         #expect(
             rules.warnings(context: context).map(\.description) == [
-                #"\#(directory.file("context.json")): $.rules[1].condition["=="][0].var: warning: variable "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean "operatingState"?); it reads null unless another agent adds it"#
+                #"\#(directory.file("context.json").path): $.rules[1].condition["=="][0].var: warning: variable "context.operatingStat": context is an IoContext, which has no property "operatingStat" (did you mean "operatingState"?); it reads null unless another agent adds it"#
             ])
     }
 
     /// A running router is handed the refusal, and keeps its last good rules.
     @Test func theWatcherRefusesAnUnknownRoot() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("a.json", Self.document([#"{"var": "context.enabled"}"#]))
+        try directory.write(Self.document([#"{"var": "context.enabled"}"#]), to: "a.json")
         var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
         let first = try #require(await updates.next())
         #expect(try first.get().rules.map(\.name) == ["r0"])

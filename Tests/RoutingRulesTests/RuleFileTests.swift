@@ -7,36 +7,35 @@ import Testing
 
 @Suite struct RuleFileTests {
     @Test func directoryLoadsRuleFilesInFileNameOrder() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("b.json", rulesDocument(["b1"]))
-        try directory.write("a.json", rulesDocument(["a1", "a2"]))
-        try directory.write("B.json", rulesDocument(["B1"]))
-        try directory.write(".#a.json", "lock file of an editor")
-        try directory.write("rules.schema.json", #"{"$schema": "https://json-schema.org/draft/2020-12/schema"}"#)
-        try directory.write("notes.txt", "not rules")
-        try directory.write("a.json~", "backup")
+        try directory.write(rulesDocument(["b1"]), to: "b.json")
+        try directory.write(rulesDocument(["a1", "a2"]), to: "a.json")
+        try directory.write(rulesDocument(["B1"]), to: "B.json")
+        try directory.write("lock file of an editor", to: ".#a.json")
+        try directory.write(#"{"$schema": "https://json-schema.org/draft/2020-12/schema"}"#, to: "rules.schema.json")
+        try directory.write("not rules", to: "notes.txt")
+        try directory.write("backup", to: "a.json~")
 
         let ruleSet = try RoutingRuleSet.load(directory: directory.path)
         #expect(ruleSet.rules.map(\.name) == ["B1", "a1", "a2", "b1"])
         #expect(
             ruleSet.rules[1].origin
-                == RuleOrigin(file: directory.file("a.json"), path: JSONPath([.key("rules"), .index(0)])))
-        #expect(ruleSet.rules[2].origin.description == "\(directory.file("a.json")): $.rules[1]")
+                == RuleOrigin(file: directory.file("a.json").path, path: JSONPath([.key("rules"), .index(0)])))
+        #expect(ruleSet.rules[2].origin.description == "\(directory.file("a.json").path): $.rules[1]")
     }
 
     @Test func aRuleHasAllItsParts() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "r.json",
             #"""
             {"$schema": "rules.schema.json", "rules": [
               {"name": "fan", "valueType": "*", "description": "Any value to the fan.", "condition": {"var": "actor.enabled"}},
               {"name": "relay", "valueType": "coaty-edge.Switch", "condition": true}
             ]}
-            """#)
-        let rules = try RoutingRuleSet.load(files: [directory.file("r.json")]).rules
+            """#, to: "r.json")
+        let rules = try RoutingRuleSet.load(files: [directory.file("r.json").path]).rules
         #expect(rules.count == 2)
         #expect(rules[0].name == "fan")
         #expect(rules[0].valueType == .any)
@@ -47,32 +46,31 @@ import Testing
     }
 
     @Test func emptyDirectoryAndEmptyFileGiveNoRules() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         #expect(try RoutingRuleSet.load(directory: directory.path) == .empty)
-        try directory.write("none.json", #"{"rules": []}"#)
+        try directory.write(#"{"rules": []}"#, to: "none.json")
         #expect(try RoutingRuleSet.load(directory: directory.path).rules.isEmpty)
     }
 
     @Test func jsonSyntaxErrorsHaveLineAndColumn() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("bad.json", "{\"rules\": [\n  {\"name\": \"x\",,}\n]}")
+        try directory.write("{\"rules\": [\n  {\"name\": \"x\",,}\n]}", to: "bad.json")
         let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
         #expect(
             error.problems == [
                 RuleFileProblem(
-                    file: directory.file("bad.json"), location: .text(line: 2, column: 16),
+                    file: directory.file("bad.json").path, location: .text(line: 2, column: 16),
                     reason: "expected a member name in quotes")
             ])
-        #expect(error.description == "\(directory.file("bad.json")):2:16: expected a member name in quotes")
+        #expect(error.description == "\(directory.file("bad.json").path):2:16: expected a member name in quotes")
     }
 
     @Test func everyProblemInAFileIsReported() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         try directory.write(
-            "many.json",
             #"""
             {"$schema": 2, "rule": [], "rules": [
               {"valueType": "t", "condition": true},
@@ -83,9 +81,9 @@ import Testing
               "not a rule",
               {"name": "ok", "valueType": "t", "condition": {"==": [{"var": "a"}, {"a": 1, "b": 2}]}}
             ]}
-            """#)
+            """#, to: "many.json")
         let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
-        let file = directory.file("many.json")
+        let file = directory.file("many.json").path
         #expect(error.problems.allSatisfy { $0.file == file })
         #expect(
             error.problems.map(\.description) == [
@@ -113,37 +111,37 @@ import Testing
         (#"{"rules": {}}"#, "$.rules: expected an array, found object"),
     ])
     func documentShape(_ text: String, _ problem: String) throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("doc.json", text)
+        try directory.write(text, to: "doc.json")
         let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
-        #expect(error.problems.map(\.description) == ["\(directory.file("doc.json")): \(problem)"])
+        #expect(error.problems.map(\.description) == ["\(directory.file("doc.json").path): \(problem)"])
     }
 
     @Test func namesAreUniqueAcrossFiles() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("a.json", rulesDocument(["x", "y"]))
-        try directory.write("b.json", rulesDocument(["z", "y"]))
-        try directory.write("c.json", #"{"rules": [{"name": "w", "valueType": "t", "condition": {"bad": 1}}]}"#)
+        try directory.write(rulesDocument(["x", "y"]), to: "a.json")
+        try directory.write(rulesDocument(["z", "y"]), to: "b.json")
+        try directory.write(#"{"rules": [{"name": "w", "valueType": "t", "condition": {"bad": 1}}]}"#, to: "c.json")
         let error = try #require(throws: RuleLoadError.self) { try RoutingRuleSet.load(directory: directory.path) }
         #expect(
             error.problems == [
                 RuleFileProblem(
-                    file: directory.file("b.json"),
+                    file: directory.file("b.json").path,
                     location: .json(JSONPath([.key("rules"), .index(1), .key("name")])),
-                    reason: #"duplicate rule name "y", first defined in \#(directory.file("a.json")): $.rules[1]"#),
+                    reason: #"duplicate rule name "y", first defined in \#(directory.file("a.json").path): $.rules[1]"#),
                 RuleFileProblem(
-                    file: directory.file("c.json"),
+                    file: directory.file("c.json").path,
                     location: .json(JSONPath([.key("rules"), .index(0), .key("condition"), .key("bad")])),
                     reason: #"unknown operator "bad""#),
             ])
     }
 
     @Test func unreadableFilesAndDirectories() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        let missing = directory.file("nowhere")
+        let missing = directory.file("nowhere").path
         #expect(
             throws: RuleLoadError(problems: [
                 RuleFileProblem(
@@ -151,21 +149,21 @@ import Testing
             ])
         ) { try RoutingRuleSet.load(directory: missing) }
 
-        try directory.write("ok.json", rulesDocument(["a"]))
+        try directory.write(rulesDocument(["a"]), to: "ok.json")
         try FileManager.default.createDirectory(
-            atPath: directory.file("folder.json"), withIntermediateDirectories: false)
-        try directory.write("huge.json", #"{"rules": []}"# + String(repeating: " ", count: 4 << 20))
+            atPath: directory.file("folder.json").path, withIntermediateDirectories: false)
+        try directory.write(#"{"rules": []}"# + String(repeating: " ", count: 4 << 20), to: "huge.json")
         let error = try #require(throws: RuleLoadError.self) {
             try RoutingRuleSet.load(files: [
-                directory.file("ok.json"), directory.file("gone.json"), directory.file("folder.json"),
-                directory.file("huge.json"),
+                directory.file("ok.json").path, directory.file("gone.json").path, directory.file("folder.json").path,
+                directory.file("huge.json").path,
             ])
         }
         #expect(
             error.problems.map(\.description) == [
-                "\(directory.file("gone.json")): cannot read the file: No such file or directory",
-                "\(directory.file("folder.json")): not a regular file (a directory)",
-                "\(directory.file("huge.json")): 4.1 MiB is larger than the limit of 1 MiB",
+                "\(directory.file("gone.json").path): cannot read the file: No such file or directory",
+                "\(directory.file("folder.json").path): not a regular file (a directory)",
+                "\(directory.file("huge.json").path): 4.1 MiB is larger than the limit of 1 MiB",
             ])
     }
 
@@ -177,11 +175,11 @@ import Testing
             ])
         ) { try RoutingRuleSet.load(files: ["/dev/zero"]) }
 
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("a.json", rulesDocument(["a"]))
-        try makeFIFO(directory.file("x.json"))
-        let error = returnsPromptly(unblocking: directory.file("x.json")) { () -> RuleLoadError? in
+        try directory.write(rulesDocument(["a"]), to: "a.json")
+        try makeFIFO(directory.file("x.json").path)
+        let error = returnsPromptly(unblocking: directory.file("x.json").path) { () -> RuleLoadError? in
             do throws(RuleLoadError) {
                 _ = try RoutingRuleSet.load(directory: directory.path)
                 return nil
@@ -189,28 +187,27 @@ import Testing
                 return error
             }
         }
-        #expect(error??.description == "\(directory.file("x.json")): not a regular file (a FIFO)")
+        #expect(error??.description == "\(directory.file("x.json").path): not a regular file (a FIFO)")
     }
 
     @Test func aKeyGivenTwiceIsAnErrorAtItsPath() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("top.json", "{\"rules\": [],\n \"rules\": []}")
+        try directory.write("{\"rules\": [],\n \"rules\": []}", to: "top.json")
         try directory.write(
-            "nested.json",
             #"""
             {"rules": [
               {"name": "a", "valueType": "*", "condition": {"and": [{"===": [{"var": "context.operatingState"}, "normal"]}],
                                                          "and": [true]}}
             ]}
-            """#)
+            """#, to: "nested.json")
         let error = try #require(throws: RuleLoadError.self) {
-            try RoutingRuleSet.load(files: [directory.file("top.json"), directory.file("nested.json")])
+            try RoutingRuleSet.load(files: [directory.file("top.json").path, directory.file("nested.json").path])
         }
         #expect(
             error.problems.map(\.description) == [
-                "\(directory.file("top.json")): $.rules: duplicate key (line 2, column 2)",
-                "\(directory.file("nested.json")): $.rules[0].condition.and: duplicate key (line 3, column 46)",
+                "\(directory.file("top.json").path): $.rules: duplicate key (line 2, column 2)",
+                "\(directory.file("nested.json").path): $.rules[0].condition.and: duplicate key (line 3, column 46)",
             ])
     }
 

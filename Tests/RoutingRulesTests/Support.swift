@@ -1,43 +1,25 @@
 import CoatyJSON
+import CoatyTestSupport
 import Foundation
 import JsonLogic
 import RoutingRules
 
-/// A fresh directory under the system's temporary directory, removed again by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("rules-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
-        path = url.path
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    /// Writes in place (open, truncate, write, close), as most editors do.
-    func write(_ name: String, _ text: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: file(name)))
-    }
-
+/// What the watcher tests do to the rule files of a `ScratchDirectory`, by name.
+extension ScratchDirectory {
     /// Writes a temporary file and renames it over `name`, as editors that save atomically do.
     func saveByRename(_ name: String, _ text: String) throws {
-        try write(name + ".tmp", text)
+        try write(text, to: name + ".tmp")
         try rename(name + ".tmp", to: name)
     }
 
     func rename(_ name: String, to newName: String) throws {
-        guard Foundation.rename(file(name), file(newName)) == 0 else {
+        guard Foundation.rename(file(name).path, file(newName).path) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
     }
 
     func delete(_ name: String) throws {
-        try FileManager.default.removeItem(atPath: file(name))
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.removeItem(at: file(name))
     }
 }
 

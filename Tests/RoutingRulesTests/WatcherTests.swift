@@ -1,3 +1,4 @@
+import CoatyTestSupport
 import Foundation
 import RoutingRules
 import Synchronization
@@ -34,34 +35,34 @@ struct WatcherTests {
     }
 
     @Test func reloadsOnEveryKindOfChange() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("a.json", rulesDocument(["one"]))
+        try directory.write(rulesDocument(["one"]), to: "a.json")
         var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
 
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
-        try directory.write("a.json", rulesDocument(["two"]))
+        try directory.write(rulesDocument(["two"]), to: "a.json")
         #expect(try await nextRules(&updates, after: ["one"]) == ["two"])
 
         try directory.saveByRename("a.json", rulesDocument(["three"]))
         #expect(try await nextRules(&updates, after: ["two"]) == ["three"])
 
-        try directory.write("a.json", #"{"rules": [{"name": "four", "valueType": "t", "condition": {"nope": 1}}]}"#)
+        try directory.write(#"{"rules": [{"name": "four", "valueType": "t", "condition": {"nope": 1}}]}"#, to: "a.json")
         let broken = try await next(&updates) { names($0) == nil }
         #expect(
             throws: RuleLoadError(problems: [
                 RuleFileProblem(
-                    file: directory.file("a.json"),
+                    file: directory.file("a.json").path,
                     location: .json(.init([.key("rules"), .index(0), .key("condition"), .key("nope")])),
                     reason: #"unknown operator "nope""#)
             ])
         ) { try broken.get() }
 
-        try directory.write("a.json", rulesDocument(["four"]))
+        try directory.write(rulesDocument(["four"]), to: "a.json")
         #expect(try await nextRules(&updates, after: []) == ["four"])
 
-        try directory.write("b.json", rulesDocument(["five"]))
+        try directory.write(rulesDocument(["five"]), to: "b.json")
         #expect(try await nextRules(&updates, after: ["four"]) == ["four", "five"])
 
         try directory.delete("a.json")
@@ -75,17 +76,17 @@ struct WatcherTests {
     }
 
     @Test func changesThatDoNotChangeTheRulesYieldNothing() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
-        try directory.write("a.json", rulesDocument(["one"]))
+        try directory.write(rulesDocument(["one"]), to: "a.json")
         var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
         // Unrelated files, and a rule file rewritten with the same rules, produce no new rule set: the next one
         // is the real change made afterwards.
-        try directory.write("notes.txt", "scratch")
-        try directory.write("a.json", rulesDocument(["one"]))
-        try directory.write("a.json", rulesDocument(["two"]))
+        try directory.write("scratch", to: "notes.txt")
+        try directory.write(rulesDocument(["one"]), to: "a.json")
+        try directory.write(rulesDocument(["two"]), to: "a.json")
         #expect(names(try await next(&updates) { names($0) != nil }) == ["two"])
     }
 
@@ -100,20 +101,20 @@ struct WatcherTests {
 
     /// `mv rules rules.old && mv rules.old rules`: reported missing meanwhile, then loaded and watched again.
     @Test func aDirectoryMovedAwayAndBackIsWatchedOn() async throws {
-        let base = try TemporaryDirectory()
+        let base = try ScratchDirectory("rules-test")
         defer { base.remove() }
-        try FileManager.default.createDirectory(atPath: base.file("rules"), withIntermediateDirectories: false)
-        try base.write("rules/a.json", rulesDocument(["one"]))
-        var updates = RulePathWatcher(path: base.file("rules")).makeAsyncIterator()
+        try FileManager.default.createDirectory(atPath: base.file("rules").path, withIntermediateDirectories: false)
+        try base.write(rulesDocument(["one"]), to: "rules/a.json")
+        var updates = RulePathWatcher(path: base.file("rules").path).makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
         try base.rename("rules", to: "rules.old")
         let gone = try await next(&updates) { names($0) == nil }
-        #expect(throws: Self.missing(base.file("rules"))) { try gone.get() }
+        #expect(throws: Self.missing(base.file("rules").path)) { try gone.get() }
 
         try base.rename("rules.old", to: "rules")
         #expect(try await nextRules(&updates, after: []) == ["one"])
-        try base.write("rules/a.json", rulesDocument(["two"]))
+        try base.write(rulesDocument(["two"]), to: "rules/a.json")
         #expect(try await nextRules(&updates, after: ["one"]) == ["two"])
         try base.saveByRename("rules/b.json", rulesDocument(["three"]))
         #expect(try await nextRules(&updates, after: ["two"]) == ["two", "three"])
@@ -121,97 +122,99 @@ struct WatcherTests {
 
     /// The atomic deploy: `ln -s v2 rules.new && mv -T rules.new rules`. The new target's files are watched after.
     @Test func aSymlinkSwappedToAnotherDirectoryIsFollowed() async throws {
-        let base = try TemporaryDirectory()
+        let base = try ScratchDirectory("rules-test")
         defer { base.remove() }
         for version in ["v1", "v2"] {
-            try FileManager.default.createDirectory(atPath: base.file(version), withIntermediateDirectories: false)
-            try base.write("\(version)/rules.json", rulesDocument([version]))
+            try FileManager.default.createDirectory(atPath: base.file(version).path, withIntermediateDirectories: false)
+            try base.write(rulesDocument([version]), to: "\(version)/rules.json")
         }
-        try FileManager.default.createSymbolicLink(atPath: base.file("rules"), withDestinationPath: "v1")
-        var updates = RulePathWatcher(path: base.file("rules")).makeAsyncIterator()
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules").path, withDestinationPath: "v1")
+        var updates = RulePathWatcher(path: base.file("rules").path).makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["v1"])
 
-        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new"), withDestinationPath: "v2")
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new").path, withDestinationPath: "v2")
         try base.rename("rules.new", to: "rules")
         #expect(try await nextRules(&updates, after: ["v1"]) == ["v2"])
 
-        try base.write("v2/rules.json", rulesDocument(["v2", "edited"]))
+        try base.write(rulesDocument(["v2", "edited"]), to: "v2/rules.json")
         #expect(try await nextRules(&updates, after: ["v2"]) == ["v2", "edited"])
 
         // A link to nothing is a missing path; pointing it back at a directory loads that.
-        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new"), withDestinationPath: "v3")
+        try FileManager.default.createSymbolicLink(atPath: base.file("rules.new").path, withDestinationPath: "v3")
         try base.rename("rules.new", to: "rules")
         let dangling = try await next(&updates) { names($0) == nil }
-        #expect(throws: Self.missing(base.file("rules"))) { try dangling.get() }
+        #expect(throws: Self.missing(base.file("rules").path)) { try dangling.get() }
         try base.rename("v1", to: "v3")
         #expect(try await nextRules(&updates, after: []) == ["v1"])
     }
 
     /// A rules path that is one file, saved by an editor that writes a temporary file and renames it over.
     @Test func aSingleFileReplacedByRenameIsWatchedOn() async throws {
-        let base = try TemporaryDirectory()
+        let base = try ScratchDirectory("rules-test")
         defer { base.remove() }
-        try base.write("rules.json", rulesDocument(["one"]))
-        try base.write("other.json", rulesDocument(["not these"]))
-        var updates = RulePathWatcher(path: base.file("rules.json")).makeAsyncIterator()
+        try base.write(rulesDocument(["one"]), to: "rules.json")
+        try base.write(rulesDocument(["not these"]), to: "other.json")
+        var updates = RulePathWatcher(path: base.file("rules.json").path).makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["one"])
 
         try base.saveByRename("rules.json", rulesDocument(["two"]))
         #expect(try await nextRules(&updates, after: ["one"]) == ["two"])
         try base.saveByRename("rules.json", rulesDocument(["three"]))
         #expect(try await nextRules(&updates, after: ["two"]) == ["three"])
-        try base.write("rules.json", rulesDocument(["four"]))
+        try base.write(rulesDocument(["four"]), to: "rules.json")
         #expect(try await nextRules(&updates, after: ["three"]) == ["four"])
 
         try base.delete("rules.json")
         let gone = try await next(&updates) { names($0) == nil }
-        #expect(throws: Self.missing(base.file("rules.json"))) { try gone.get() }
+        #expect(throws: Self.missing(base.file("rules.json").path)) { try gone.get() }
         try base.saveByRename("rules.json", rulesDocument(["five"]))
         #expect(try await nextRules(&updates, after: []) == ["five"])
     }
 
     /// A path missing from the start is reported once, not on every recheck, and loaded when it appears.
     @Test func aMissingPathIsReportedOnceAndLoadedWhenItAppears() async throws {
-        let base = try TemporaryDirectory()
+        let base = try ScratchDirectory("rules-test")
         defer { base.remove() }
-        let outcomes = OutcomeRecorder(RulePathWatcher(path: base.file("rules"), recheckInterval: .milliseconds(20)))
+        let outcomes = OutcomeRecorder(
+            RulePathWatcher(path: base.file("rules").path, recheckInterval: .milliseconds(20)))
         defer { outcomes.stop() }
         await outcomes.waitUntil { $0.count >= 1 }
         // Fifty rechecks' time, to give a watcher that reports on every recheck the chance to do so.
         try await Task.sleep(for: .seconds(1))
         let reports = outcomes.all
         #expect(reports.count == 1)
-        #expect(throws: Self.missing(base.file("rules"))) { try reports.first?.get() }
+        #expect(throws: Self.missing(base.file("rules").path)) { try reports.first?.get() }
 
-        try FileManager.default.createDirectory(atPath: base.file("rules"), withIntermediateDirectories: false)
-        try base.write("rules/a.json", rulesDocument(["one"]))
+        try FileManager.default.createDirectory(atPath: base.file("rules").path, withIntermediateDirectories: false)
+        try base.write(rulesDocument(["one"]), to: "rules/a.json")
         await outcomes.waitUntil { names($0.last ?? .success(.empty)) == ["one"] }
         #expect(outcomes.all.last.flatMap(names) == ["one"])
     }
 
     /// A parent directory swapped through a symlink higher up, which inotify does not report: found by the recheck.
     @Test func aParentReplacedHigherUpIsFoundByTheRecheck() async throws {
-        let base = try TemporaryDirectory()
+        let base = try ScratchDirectory("rules-test")
         defer { base.remove() }
         for release in ["release1", "release2"] {
             try FileManager.default.createDirectory(
-                atPath: base.file("\(release)/rules"), withIntermediateDirectories: true)
-            try base.write("\(release)/rules/a.json", rulesDocument([release]))
+                atPath: base.file("\(release)/rules").path, withIntermediateDirectories: true)
+            try base.write(rulesDocument([release]), to: "\(release)/rules/a.json")
         }
-        try FileManager.default.createSymbolicLink(atPath: base.file("current"), withDestinationPath: "release1")
-        var updates = RulePathWatcher(path: base.file("current/rules"), recheckInterval: .milliseconds(100))
+        try FileManager.default.createSymbolicLink(atPath: base.file("current").path, withDestinationPath: "release1")
+        var updates = RulePathWatcher(path: base.file("current/rules").path, recheckInterval: .milliseconds(100))
             .makeAsyncIterator()
         #expect(names(try await next(&updates) { _ in true }) == ["release1"])
 
-        try FileManager.default.createSymbolicLink(atPath: base.file("current.new"), withDestinationPath: "release2")
+        try FileManager.default.createSymbolicLink(
+            atPath: base.file("current.new").path, withDestinationPath: "release2")
         try base.rename("current.new", to: "current")
         #expect(try await nextRules(&updates, after: ["release1"]) == ["release2"])
-        try base.write("release2/rules/a.json", rulesDocument(["release2", "edited"]))
+        try base.write(rulesDocument(["release2", "edited"]), to: "release2/rules/a.json")
         #expect(try await nextRules(&updates, after: ["release2"]) == ["release2", "edited"])
     }
 
     @Test func cancellingTheConsumerStopsTheThreadAndClosesTheDescriptors() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         let (started, startedContinuation) = AsyncStream.makeStream(of: Void.self)
         let consumer = Task {
@@ -234,7 +237,7 @@ struct WatcherTests {
     }
 
     @Test func droppingTheIteratorStopsTheWatcher() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory("rules-test")
         defer { directory.remove() }
         do {
             var updates = RulePathWatcher(path: directory.path).makeAsyncIterator()

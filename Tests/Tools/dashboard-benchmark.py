@@ -12,7 +12,7 @@ Reports:
     the value text shows it; both are this machine's clock.
 
 Usage: Tests/Tools/dashboard-benchmark.py [--seconds 600] [--samples 30]
-(the build first: swift build -c release --product coaty-edge --product ... or COATY_EDGE_BIN=<bin dir>).
+(the build first: swift build -c release --product coaty-edge --product ... or COATY_EDGE_BINARY=<bin dir>/coaty-edge).
 """
 
 import argparse

@@ -42,29 +42,6 @@ enum Executable {
     }
 }
 
-/// A directory for a test's files, removed at the end.
-final class Scratch: Sendable {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("coaty-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    /// Writes a file and returns its path.
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        let file = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: file)
-        return file.path
-    }
-}
-
 /// The objects of `observe --json` output, parsed.
 func jsonLines(_ text: String) -> [[String: Any]] {
     text.split(separator: "\n").compactMap { line in

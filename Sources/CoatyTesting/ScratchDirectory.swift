@@ -1,0 +1,45 @@
+import Foundation
+
+/// A directory of its own under the system's temporary directory, removed with its contents on deinit (or by
+/// `remove()`): the one temporary-directory helper of the brokers, certificates and tests.
+package final class ScratchDirectory: Sendable {
+    package let url: URL
+    package var path: String { url.path }
+
+    /// `label` starts the directory's name, before a UUID.
+    package init(_ label: String = "coaty-test") throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // Brokers started as root switch to the user mosquitto, and the no-root runs use nobody: both must get in.
+        chmod(url.path, 0o755)
+    }
+
+    package func file(_ relative: String) -> URL { url.appendingPathComponent(relative) }
+
+    /// Writes `text` to `relative` (making the directories on the way) with `mode`, and returns the file.
+    @discardableResult
+    package func write(_ text: String, to relative: String, mode: mode_t = 0o644) throws -> URL {
+        let target = file(relative)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        // In place (open, truncate, write, close), as most editors do: rule watchers are tested with it.
+        try Data(text.utf8).write(to: target)
+        // Only when the mode differs, so that a watcher sees no change of attributes after an ordinary write.
+        var status = stat()
+        if stat(target.path, &status) != 0 || status.st_mode & 0o7777 != mode { chmod(target.path, mode) }
+        return target
+    }
+
+    package func read(_ relative: String) throws -> String {
+        try String(contentsOf: file(relative), encoding: .utf8)
+    }
+
+    /// Removes the directory now; `defer { directory.remove() }` also keeps it until the end of the scope.
+    package func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    deinit {
+        remove()
+    }
+}
