@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A directory of its own under the system's temporary directory, removed with its contents on deinit (or by
 /// `remove()`): the one temporary-directory helper of the brokers, certificates and tests.
@@ -22,8 +23,19 @@ package final class ScratchDirectory: Sendable {
         let target = file(relative)
         try FileManager.default.createDirectory(
             at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        // In place (open, truncate, write, close), as most editors do: rule watchers are tested with it.
-        try Data(text.utf8).write(to: target)
+        // In place (open, truncate, write, close), as most editors do: rule watchers are tested with it. Close on
+        // exec: a process another test spawns meanwhile would otherwise inherit the descriptor open for writing,
+        // and a script written here could not be run while that process lives ("Text file busy").
+        let descriptor = open(target.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw CocoaError.error(.fileWriteUnknown, url: target) }
+        defer { close(descriptor) }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw CocoaError.error(.fileWriteUnknown, url: target) }
+            bytes = bytes.dropFirst(written)
+        }
         // Only when the mode differs, so that a watcher sees no change of attributes after an ordinary write.
         var status = stat()
         if stat(target.path, &status) != 0 || status.st_mode & 0o7777 != mode { chmod(target.path, mode) }
