@@ -537,6 +537,14 @@ public final class CommunicationManager: Sendable {
         }
     }
 
+    /// Runs `body`, which publishes several events or values (a turn of sensor reads), so that what it publishes
+    /// leaves together, in as few TCP segments as fit, when it returns (see `MQTTTransport.publishingTogether`).
+    /// `body` must not block or wait: the connection's other packets wait for it too.
+    package func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let transport = state.withLock({ $0.isOnline ? $0.transport : nil }) else { return try body() }
+        return try transport.publishingTogether(body)
+    }
+
     /// `enqueue` of one message, without an array: values and most events are one publication.
     func enqueue(_ message: MQTTMessage, kind: PublicationKind = .event) {
         guard let transport = transportForSending(CollectionOfOne(message), kind: kind) else { return }

@@ -97,7 +97,9 @@ final class SourceDevices: Sendable {
         await withDiscardingTaskGroup { [together, togetherWirings, alone] group in
             if !together.isEmpty {
                 group.addTask {
-                    await SensorPollLoop(together, clock: ContinuousClock()).run { index, event in
+                    await SensorPollLoop(together, clock: ContinuousClock()).run(
+                        together: { delivery in self.sources.publishingTogether(delivery) }
+                    ) { index, event in
                         self.handle(event, of: togetherWirings[index], logger: logger)
                     }
                 }

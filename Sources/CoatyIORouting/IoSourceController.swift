@@ -128,6 +128,13 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         }
     }
 
+    /// Runs `body`, which publishes values of several sources (the sensor reads of one turn), so that the values
+    /// it sends leave together when it returns, in as few TCP segments as fit. `body` must not block or wait.
+    package func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let manager = state.withLock({ $0.manager }) else { return try body() }
+        return try manager.publishingTogether(body)
+    }
+
     /// What `publish` does after leaving the lock.
     private enum Outcome {
         case dropped(CommunicationManager)

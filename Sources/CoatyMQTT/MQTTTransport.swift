@@ -21,6 +21,10 @@ public protocol MQTTTransport: AnyObject, Sendable {
     /// Sends at QoS 0. Fails with `.notConnected` while offline: the caller queues.
     func publish(_ message: MQTTMessage) throws(MQTTError)
 
+    /// Runs `body`, which publishes several messages, so that they leave together where the transport can (in one
+    /// TCP segment instead of one each); `body` must not block or wait. Publishing one by one is just as correct.
+    func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T
+
     func subscribe(_ topicFilter: String) throws(MQTTError)
     func unsubscribe(_ topicFilter: String) throws(MQTTError)
     /// Several filters at once: with libmosquitto, one SUBSCRIBE (or UNSUBSCRIBE) packet and one acknowledgement.
@@ -33,6 +37,11 @@ public protocol MQTTTransport: AnyObject, Sendable {
 }
 
 extension MQTTTransport {
+    /// For transports that send each message as it comes.
+    public func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try body()
+    }
+
     /// One filter after the other, for transports without a batch of their own.
     public func subscribe(_ topicFilters: [String]) throws(MQTTError) {
         for filter in topicFilters { try subscribe(filter) }

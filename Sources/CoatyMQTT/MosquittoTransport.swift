@@ -44,6 +44,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         /// thread: libmosquitto's own descriptor could be closed and reused by then; this one is closed only by us,
         /// under the lock.
         var socket: Int32?
+        /// Counts the connections, so that a `publishingTogether` that began on one does not uncork the next.
+        var connectionSerial = 0
+        /// Callers inside `publishingTogether` on the current connection: its socket is corked while there are any.
+        var togetherPublishers = 0
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -201,6 +205,38 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         executor.wakeIfSleeping { [handle] in
             mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue || mosquitto_want_write(handle)
         }
+    }
+
+    /// Corks the socket (TCP_CORK) while `body` publishes, and sends what was written meanwhile when it returns, in
+    /// as few TCP segments as fit: libmosquitto 2.0 writes each packet with a write() of its own and has no call to
+    /// write several at once, and on a connection with TCP_NODELAY each write was a segment of its own, with the
+    /// kernel's whole send and (on loopback) receive path and a wake-up of the broker. Packets the network thread
+    /// writes meanwhile (a ping, an answer) wait for the end of `body` as well, so `body` must not block or wait.
+    /// Nested and concurrent callers share the cork; the last one to return sends.
+    public func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let serial = state.withLock { state -> Int? in
+            guard state.connected, let socket = state.socket else { return nil }
+            state.togetherPublishers += 1
+            if state.togetherPublishers == 1 { Self.setCork(socket, true) }
+            return state.connectionSerial
+        }
+        defer {
+            if let serial {
+                state.withLock { state in
+                    // A connection that ended meanwhile took its socket and its cork with it.
+                    guard state.connectionSerial == serial, let socket = state.socket else { return }
+                    state.togetherPublishers -= 1
+                    if state.togetherPublishers == 0 { Self.setCork(socket, false) }
+                }
+            }
+        }
+        return try body()
+    }
+
+    private static func setCork(_ socket: Int32, _ isCorked: Bool) {
+        var value: Int32 = isCorked ? 1 : 0
+        // A socket that cannot be corked (it just failed) publishes packet by packet, as without this.
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
     }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
@@ -408,6 +444,8 @@ private final class NetworkSession {
         guard socket >= 0 else { return "cannot duplicate the socket: \(String(cString: strerror(errno)))" }
         transport.state.withLock { state in
             state.socket = socket
+            state.connectionSerial += 1
+            state.togetherPublishers = 0
             transport.stopConnection(state)
         }
         rc = serve()

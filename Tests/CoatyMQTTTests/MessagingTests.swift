@@ -1,4 +1,5 @@
 import CoatyMQTT
+import Glibc
 import MQTTTestSupport
 import Testing
 
@@ -37,6 +38,26 @@ import Testing
             try await subscriber.nextMessages(1) == [
                 MQTTMessage(topic: "data/at", payload: Array(repeating: 2, count: 1000))
             ])
+        try await subscriber.disconnect()
+        try await publisher.disconnect()
+    }
+
+    /// What is published inside `publishingTogether` is held back (the socket is corked) until the outermost call
+    /// returns, then arrives complete and in order; so a batch of values leaves in one TCP segment, not one each.
+    @Test func publishingTogetherHoldsPacketsBackUntilTheOutermostCallReturns() async throws {
+        let broker = try await TestBroker.started()
+        let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["together/#"])
+        let publisher = try await TestClient.connected(to: broker)
+        let heldBack = try publisher.transport.publishingTogether { () throws -> [MQTTMessage] in
+            try publisher.publish("together/1", "one")
+            try publisher.transport.publishingTogether { () throws in try publisher.publish("together/2", "two") }
+            // Long enough for the broker to pass on what was sent (well below the kernel's 200 ms cork limit).
+            usleep(100_000)
+            return subscriber.pendingMessages
+        }
+        #expect(heldBack == [])
+        try publisher.publish("together/3", "three")
+        #expect(try await subscriber.nextMessages(3).map(\.topic) == ["together/1", "together/2", "together/3"])
         try await subscriber.disconnect()
         try await publisher.disconnect()
     }

@@ -117,6 +117,55 @@ private func run(
         #expect(delivered.filter { $0.time < 35 }.map(\.event) == [.value(.temperature, 20), .value(.temperature, 21)])
     }
 
+    /// The values of the reads due at one wake-up go out in one call of `together` (one TCP segment for all of
+    /// them); a turn with a single value is delivered without it.
+    @Test(.timeLimit(.minutes(1)))
+    func theEventsOfATurnAreDeliveredInsideOneCallOfTogether() async {
+        let sensors = [SteadySensor(1, clock: clock), SteadySensor(2, clock: clock), SteadySensor(3, clock: clock)]
+        let loop = SensorPollLoop(
+            [entry(sensors[0], every: 10), entry(sensors[1], every: 10), entry(sensors[2], every: 10, phase: 5)],
+            clock: clock, coalescing: .zero)
+        // Per delivery: its time, its sensor, and which call of `together` it came in (nil: none).
+        let deliveries = await Task {
+            var deliveries: [(time: Int64, sensor: Int, together: Int?)] = []
+            var togetherCalls = 0
+            var currentTogether: Int?
+            await loop.run(together: { delivery in
+                togetherCalls += 1
+                currentTogether = togetherCalls
+                delivery()
+                currentTogether = nil
+            }) { sensor, _ in
+                let time = loop.clock.now.offset.components.seconds
+                deliveries.append((time, sensor, currentTogether))
+                if time >= 20 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+            return deliveries
+        }.value
+
+        // Sensors due at the same instant are read in no particular order.
+        let first = deliveries.prefix(5).sorted { ($0.time, $0.sensor) < ($1.time, $1.sensor) }.map {
+            "\($0.time) #\($0.sensor) \($0.together.map(String.init) ?? "alone")"
+        }
+        #expect(first == ["0 #0 1", "0 #1 1", "5 #2 alone", "10 #0 2", "10 #1 2"])
+    }
+
+    /// Each wake-up of the loop costs more than a read: reads due within a twentieth of the shortest interval (1 ms
+    /// to 5 ms) share one.
+    @Test func coalescingIsATwentiethOfTheShortestIntervalFromOneToFiveMilliseconds() {
+        func coalescing(_ intervals: [Duration]) -> Duration {
+            SensorPollLoop<VirtualClock>.defaultCoalescing(
+                for: intervals.map {
+                    .init(sensor: SteadySensor(1, clock: clock), interval: $0, backoff: backoff, pipelines: [:])
+                })
+        }
+        #expect(coalescing([.milliseconds(100)]) == .milliseconds(5))
+        #expect(coalescing([.seconds(1), .milliseconds(60)]) == .milliseconds(3))
+        #expect(coalescing([.milliseconds(10), .seconds(5)]) == .milliseconds(1))
+        #expect(coalescing([.seconds(30)]) == .milliseconds(5))
+        #expect(SensorPollLoop([], clock: clock).coalescing == .milliseconds(5))
+    }
+
     @Test func onlySensorsWhoseReadsNeverWaitShareTheLoop() {
         #expect(ThermalZone(zone: 0, sysfsRoot: "/nonexistent").readsWithoutWaiting)
         #expect(!DS18B20(deviceId: "28-000000000001", sysfsRoot: "/nonexistent").readsWithoutWaiting)
