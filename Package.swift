@@ -192,7 +192,11 @@ let package = Package(
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
-        .testTarget(name: "CoatyCommunicationTests", dependencies: ["CoatyCommunication", "CoatyTestSupport"]),
+        .testTarget(
+            name: "CoatyCommunicationTests",
+            dependencies: [
+                "CoatyCommunication", "CoatyTestSupport", .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
         .testTarget(
             name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),
         .testTarget(

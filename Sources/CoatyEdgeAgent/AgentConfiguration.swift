@@ -81,6 +81,11 @@ public struct AgentConfiguration: Sendable {
             devices = nil
         }
         bridge = try BridgeSettings.read(base, devices: devices, allowsOpenPasswordFile: allowsOpenPasswordFile)
+        // Read into `devices` and `bridge`: the agent's container keeps `base` for its whole life, and the JSON of
+        // the devices section alone is about 1 KB of heap per sensor.
+        self.base.devices = nil
+        self.base.homeAssistant = nil
+        self.base.mqttTopics = nil
     }
 
     private static func readRouter(name: String, _ options: JSONCursor, configurationFile: String) throws

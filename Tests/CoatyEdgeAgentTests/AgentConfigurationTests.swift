@@ -26,6 +26,31 @@ import Testing
         #expect(configuration.routers.first?.context.name == "Greenhouse")
     }
 
+    /// The sections read into `devices` and `bridge` leave `base`, which the agent's container keeps for its whole
+    /// life: their JSON would cost about 1 KB of heap per sensor.
+    @Test func theSectionsReadIntoDevicesAndBridgeAreNotKeptAsJSON() throws {
+        // The example without the login of its topics connection, whose password file exists only on a Pi, and
+        // without its router, whose rules directory is relative to the example.
+        let example = try Data(
+            contentsOf: Self.repository.appendingPathComponent("deploy/example-home-assistant.json"))
+        var json = try #require(try JSONSerialization.jsonObject(with: example) as? [String: Any])
+        var topics = try #require(json["mqttTopics"] as? [String: Any])
+        topics["username"] = nil
+        topics["passwordFile"] = nil
+        json["mqttTopics"] = topics
+        json["controllers"] = nil
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: json).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        let configuration = try AgentConfiguration.load(file: file.path)
+        #expect(configuration.devices?.sensors.isEmpty == false)
+        #expect(configuration.bridge?.homeAssistant != nil)
+        #expect(configuration.base.devices == nil)
+        #expect(configuration.base.homeAssistant == nil)
+        #expect(configuration.base.mqttTopics == nil)
+    }
+
     /// The four agents of `deploy/demo.sh`: the guide's three strategies (shortened), two actors responsible for
     /// one operating state each, and a router with the two rules of the scenario.
     @Test func theDemoAgentsLoad() throws {
