@@ -237,11 +237,17 @@ struct ZeroLossInbox {
     /// The `next` of the last resume sent for a gap, and when: one per gap and second, not one per frame.
     var lastGapResume: (next: UInt64, at: ContinuousClock.Instant)?
 
+    /// A value was held back because an actor had no room for it: the source is asked to resume from `next` once
+    /// there is room again (by the manager's tick), not on every later frame.
+    var isHeldBack = false
+
     enum Outcome: Equatable {
         case deliver
         case duplicate
         /// Frames are missing before this one: it is dropped and the source asked to resume from `next`.
         case gap(askResume: Bool)
+        /// The next value in order, but an actor has no room for it: not delivered and not acknowledged.
+        case heldBack
     }
 
     /// Plain copies of a source that sent frames are duplicates (their frames come, also after an outage of any
@@ -249,21 +255,32 @@ struct ZeroLossInbox {
     /// longer sends frames (it was restarted without zero-loss delivery).
     static let plainCopiesTakeOverAfter = Duration.seconds(30)
 
-    mutating func receive(epoch: UInt64, sequence: UInt64, oldest: UInt64, at now: ContinuousClock.Instant) -> Outcome {
+    /// `hasRoom`: whether every actor on the source's route takes a value now without dropping one.
+    mutating func receive(
+        epoch: UInt64, sequence: UInt64, oldest: UInt64, hasRoom: Bool = true, at now: ContinuousClock.Instant
+    ) -> Outcome {
         plainCopiesWithoutFrameSince = nil
         if epoch != self.epoch {
             // A run of the source not seen before (or restarted): its sequence starts here.
             self.epoch = epoch
             next = sequence
+            isHeldBack = false
         }
         if sequence < next { return .duplicate }
         // What the source no longer holds it counted as dropped: the sequence continues after it.
         if sequence > next, oldest > next { next = min(oldest, sequence) }
         guard sequence == next else {
+            // Behind a held-back value every frame is a gap: the resume waits for room.
+            if isHeldBack { return .gap(askResume: false) }
             let isNewGap = lastGapResume.map { $0.next != next || now - $0.at > .seconds(1) } ?? true
             if isNewGap { lastGapResume = (next, now) }
             return .gap(askResume: isNewGap)
         }
+        guard hasRoom else {
+            isHeldBack = true
+            return .heldBack
+        }
+        isHeldBack = false
         next += 1
         receivedSinceAcknowledgement += 1
         return .deliver

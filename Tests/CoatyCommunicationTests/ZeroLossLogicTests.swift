@@ -108,6 +108,25 @@ import Testing
         #expect(restarted == .deliver && inbox.next == 1)
     }
 
+    /// A value an actor has no room for is held back, not counted as received; the frames behind it are gaps that
+    /// wait for the resume (no resume per frame); sent again with room, it and the rest are delivered in order.
+    @Test func aValueWithoutRoomIsHeldBackUntilSentAgain() {
+        var inbox = ZeroLossInbox()
+        var outcomes: [ZeroLossInbox.Outcome] = []
+        for (sequence, hasRoom) in [(0, true), (1, false), (2, true), (3, true), (1, false)] as [(UInt64, Bool)] {
+            outcomes.append(inbox.receive(epoch: 7, sequence: sequence, oldest: 0, hasRoom: hasRoom, at: now))
+        }
+        #expect(outcomes == [.deliver, .heldBack, .gap(askResume: false), .gap(askResume: false), .heldBack])
+        #expect(inbox.next == 1 && inbox.isHeldBack && inbox.receivedSinceAcknowledgement == 1)
+        // The manager's tick asks for the resume once there is room, and clears the mark.
+        inbox.isHeldBack = false
+        for sequence: UInt64 in 1...3 {
+            outcomes.append(inbox.receive(epoch: 7, sequence: sequence, oldest: 0, hasRoom: true, at: now))
+        }
+        #expect(outcomes.suffix(3) == [.deliver, .deliver, .deliver])
+        #expect(inbox.next == 4)
+    }
+
     /// Plain copies are duplicates while frames come, and take over after 30 s without any frame.
     @Test func plainCopiesTakeOverWhenFramesStop() {
         var inbox = ZeroLossInbox()
