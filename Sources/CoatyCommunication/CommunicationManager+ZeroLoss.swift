@@ -128,7 +128,11 @@ extension CommunicationManager {
             for id in sources.outboxes.keys { sources.outboxes[id]?.heardFromAll(at: now) }
         }
         syncZeroLoss(sourceIds: Array(onlineAndAssociatedSources().associated))
-        acknowledgeZeroLoss(Array(state.withLock { $0.zeroLossSubscribed }), isResume: true)
+        let subscribed = state.withLock { state in
+            for id in state.zeroLossInboxes.keys { state.zeroLossInboxes[id]?.reconnected() }
+            return state.zeroLossSubscribed
+        }
+        acknowledgeZeroLoss(Array(subscribed), isResume: true)
     }
 
     func zeroLossConnectionLost() {
@@ -273,7 +277,12 @@ extension CommunicationManager {
                 if askResume { acknowledgeZeroLoss([sourceId], isResume: true) }
             }
         case .sync where isValueTopic:
-            if state.withLock({ $0.zeroLossSubscribed.contains(sourceId) }) {
+            let now = ContinuousClock.now
+            let isSubscribed = state.withLock { state in
+                state.zeroLossInboxes[sourceId]?.framesArrive(at: now)
+                return state.zeroLossSubscribed.contains(sourceId)
+            }
+            if isSubscribed {
                 acknowledgeZeroLoss([sourceId], isResume: true)
             }
         case .acknowledgement(let receiver, let epoch, let next, let isResume) where !isValueTopic:

@@ -234,6 +234,9 @@ struct ZeroLossInbox {
     var receivedSinceAcknowledgement = 0
     /// Since when plain copies of the source's values arrive without a frame between them.
     var plainCopiesWithoutFrameSince: ContinuousClock.Instant?
+    /// When the last frame, sync or plain copy of the source arrived: a silence does not count as copies without
+    /// frames (an outage of the broker or of the source lets nothing through, frames or copies).
+    var lastArrival: ContinuousClock.Instant?
     /// The `next` of the last resume sent for a gap, and when: one per gap and second, not one per frame.
     var lastGapResume: (next: UInt64, at: ContinuousClock.Instant)?
 
@@ -259,7 +262,7 @@ struct ZeroLossInbox {
     mutating func receive(
         epoch: UInt64, sequence: UInt64, oldest: UInt64, hasRoom: Bool = true, at now: ContinuousClock.Instant
     ) -> Outcome {
-        plainCopiesWithoutFrameSince = nil
+        framesArrive(at: now)
         if epoch != self.epoch {
             // A run of the source not seen before (or restarted): its sequence starts here.
             self.epoch = epoch
@@ -286,9 +289,27 @@ struct ZeroLossInbox {
         return .deliver
     }
 
-    /// Whether a plain copy on the source's route, arriving now, duplicates a frame.
+    /// A frame or a sync arrived: the source delivers with zero loss (a sync: it holds, after its reconnect, until
+    /// this agent answers).
+    mutating func framesArrive(at now: ContinuousClock.Instant) {
+        plainCopiesWithoutFrameSince = nil
+        lastArrival = now
+    }
+
+    /// This agent connected again: what arrived before says nothing about whether frames come now.
+    mutating func reconnected() {
+        plainCopiesWithoutFrameSince = nil
+        lastArrival = nil
+    }
+
+    /// Whether a plain copy on the source's route, arriving now, duplicates a frame. The plain copies take over only
+    /// after they arrived for `plainCopiesTakeOverAfter` without a frame or a sync between them and without a silence
+    /// as long: after an outage of a minute the first copies (sent before the source resumes its frames) would
+    /// otherwise take over at once, and the frames of the backlog that follow them arrive out of order and again.
     mutating func isPlainCopy(at now: ContinuousClock.Instant) -> Bool {
         guard epoch != nil else { return false }
+        if let lastArrival, now - lastArrival >= Self.plainCopiesTakeOverAfter { plainCopiesWithoutFrameSince = nil }
+        lastArrival = now
         let since = plainCopiesWithoutFrameSince ?? now
         plainCopiesWithoutFrameSince = since
         guard now - since < Self.plainCopiesTakeOverAfter else {

@@ -138,4 +138,22 @@ import Testing
         #expect(copies == [false, true, true, true, true, false])
         #expect(inbox.epoch == nil)
     }
+
+    /// An outage longer than the take-over time lets nothing through: the copies that come first after it (sent
+    /// before the source resumes its frames) are still duplicates, and so are those after a sync or a reconnect;
+    /// copies that keep coming without frames for 30 s still take over. Before, the first copy after a 2-minute
+    /// outage took over at once, and the frames of the backlog then arrived out of order and again.
+    @Test func anOutageDoesNotLetPlainCopiesTakeOver() {
+        var inbox = ZeroLossInbox()
+        _ = inbox.receive(epoch: 1, sequence: 0, oldest: 0, at: now)
+        var copies = [inbox.isPlainCopy(at: now)]
+        // 2 minutes of silence (the broker is away), then copies without frames (the source holds them).
+        copies += [inbox.isPlainCopy(at: now + .seconds(120)), inbox.isPlainCopy(at: now + .seconds(121))]
+        inbox.framesArrive(at: now + .seconds(122))  // a sync
+        copies += [inbox.isPlainCopy(at: now + .seconds(140)), inbox.isPlainCopy(at: now + .seconds(151))]
+        inbox.reconnected()
+        copies += [inbox.isPlainCopy(at: now + .seconds(160)), inbox.isPlainCopy(at: now + .seconds(185))]
+        copies.append(inbox.isPlainCopy(at: now + .seconds(191)))
+        #expect(copies == [true, true, true, true, true, true, true, false])
+    }
 }

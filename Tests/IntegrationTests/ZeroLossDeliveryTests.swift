@@ -99,6 +99,33 @@ import Testing
         try await broker.stop()
     }
 
+    /// After a silence longer than the 30 s after which plain copies take over from frames (a broker outage of
+    /// two minutes), a plain copy that comes ahead of its frame (as the source flushes them from its offline queue
+    /// while it holds its frames until the actor answers) is a duplicate still, and its frame is delivered once.
+    /// Before, that copy took over at once, and the backlog's frames that followed it arrived out of order and then
+    /// again (measure-outage.sh's 120 s outage: one zone's newest value, then its 1200 values of the outage, then
+    /// that value again).
+    @Test func aPlainCopyAfterASilenceDoesNotTakeOver() async throws {
+        let broker = try await TestBroker.started()
+        let log = LogLines()
+        let (sources, actors, others) = try await associatedAgents(broker, log: log, zeroLoss: ZeroLossOptions())
+        let values = Recorder(try actors.observeIoValue(of: actor))
+        for value in 1...5 { #expect(try sources.publishIoValue(.json(.number(Double(value))), of: source)) }
+        try await values.wait(count: 5, within: .seconds(30))
+        try await Task.sleep(for: .seconds(31))
+
+        let peer = try await TestClient.connected(to: broker)
+        try peer.publish(CoatyTopic.ioValueRoute(namespace: "-", sourceId: source.objectId), "6")
+        try await brokerSync(actors)
+        for value in 6...7 { #expect(try sources.publishIoValue(.json(.number(Double(value))), of: source)) }
+        try await values.wait(within: .seconds(30)) { $0.contains(.json(7)) }
+        try await Task.sleep(for: .seconds(2))
+        #expect(values.elements.map(number) == (1...7).map { Optional($0) })
+
+        for agent in [sources, actors] + others { await agent.stop() }
+        try await broker.stop()
+    }
+
     /// An actor whose consumer falls behind, so that the IoActorController's queue of 1000 values is full: with
     /// zero-loss delivery nothing gives way there (the values beyond wait unacknowledged at the source and come in
     /// order once the consumer reads); without it the oldest give way, each counted.
