@@ -78,13 +78,38 @@ extension CommunicationManager {
                 values, of: sourceId, .zeroLossActorSilent, because: "kept only for actor agents that went silent")
         }
         syncZeroLoss(sourceIds: holding)
-        // Actor side: progress, or a keep-alive.
-        let due = state.withLock { state in
-            state.zeroLossSubscribed.filter {
+        // Actor side: progress, or a keep-alive; a resume where a held-back value has room now.
+        let (due, heldBack) = state.withLock { state in
+            let due = state.zeroLossSubscribed.filter {
                 isKeepAlive || (state.zeroLossInboxes[$0]?.receivedSinceAcknowledgement ?? 0) > 0
             }
+            let heldBack = state.zeroLossSubscribed.filter { state.zeroLossInboxes[$0]?.isHeldBack == true }
+                .map { ($0, zeroLossRoute(of: $0, in: state)?.receivers ?? []) }
+            return (due, heldBack)
         }
-        acknowledgeZeroLoss(Array(due), isResume: false)
+        let resumes = heldBack.filter { Self.haveRoom($0.1) }.map(\.0)
+        state.withLock { state in
+            for sourceId in resumes { state.zeroLossInboxes[sourceId]?.isHeldBack = false }
+        }
+        acknowledgeZeroLoss(resumes, isResume: true)
+        acknowledgeZeroLoss(Array(due.subtracting(resumes)), isResume: false)
+    }
+
+    /// The route on which an own actor takes the values of `sourceId`, and the receivers on it.
+    private func zeroLossRoute(of sourceId: String, in state: borrowing State) -> (
+        route: String, receivers: [IoRouteReceiver]
+    )? {
+        guard
+            let route = state.routing.actorsByRoute.first(where: { $0.value.values.contains { $0.contains(sourceId) } }
+            )?.key
+        else { return nil }
+        return (route, state.ioRoutes[route]?.receivers ?? [])
+    }
+
+    /// Whether every receiver takes a value now without dropping one. Called without the state lock: a receiver's
+    /// check takes locks of its own.
+    private static func haveRoom(_ receivers: [IoRouteReceiver]) -> Bool {
+        receivers.allSatisfy { $0.hasRoom?() ?? true }
     }
 
     /// Whether the manager is online, and its own sources that are associated.
@@ -103,7 +128,11 @@ extension CommunicationManager {
             for id in sources.outboxes.keys { sources.outboxes[id]?.heardFromAll(at: now) }
         }
         syncZeroLoss(sourceIds: Array(onlineAndAssociatedSources().associated))
-        acknowledgeZeroLoss(Array(state.withLock { $0.zeroLossSubscribed }), isResume: true)
+        let subscribed = state.withLock { state in
+            for id in state.zeroLossInboxes.keys { state.zeroLossInboxes[id]?.reconnected() }
+            return state.zeroLossSubscribed
+        }
+        acknowledgeZeroLoss(Array(subscribed), isResume: true)
     }
 
     func zeroLossConnectionLost() {
@@ -231,28 +260,29 @@ extension CommunicationManager {
         switch frame {
         case .value(let epoch, let sequence, let oldest, let payload) where isValueTopic:
             let now = ContinuousClock.now
-            typealias Receivers = [(
-                isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?
-            )]
-            let (outcome, route, receivers) = state.withLock { state -> (ZeroLossInbox.Outcome, String?, Receivers?) in
-                guard state.zeroLossSubscribed.contains(sourceId) else { return (.duplicate, nil, nil) }
-                let outcome = state.zeroLossInboxes[sourceId, default: ZeroLossInbox()]
-                    .receive(epoch: epoch, sequence: sequence, oldest: oldest, at: now)
-                let route = state.routing.actorsByRoute.first { $0.value.values.contains { $0.contains(sourceId) } }?
-                    .key
-                guard let route else { return (outcome, nil, nil) }
-                return (outcome, route, state.ioRoutes[route]?.receivers)
+            // Frames arrive on the network thread one at a time: what has room now still has it below.
+            let target = state.withLock { zeroLossRoute(of: sourceId, in: $0) }
+            let hasRoom = Self.haveRoom(target?.receivers ?? [])
+            let outcome = state.withLock { state -> ZeroLossInbox.Outcome in
+                guard state.zeroLossSubscribed.contains(sourceId) else { return .duplicate }
+                return state.zeroLossInboxes[sourceId, default: ZeroLossInbox()]
+                    .receive(epoch: epoch, sequence: sequence, oldest: oldest, hasRoom: hasRoom, at: now)
             }
             switch outcome {
             case .deliver:
-                if let route, let receivers { deliver(MQTTMessage(topic: route, payload: payload), to: receivers) }
-            case .duplicate:
+                if let target { deliver(MQTTMessage(topic: target.route, payload: payload), to: target.receivers) }
+            case .duplicate, .heldBack:
                 break
             case .gap(let askResume):
                 if askResume { acknowledgeZeroLoss([sourceId], isResume: true) }
             }
         case .sync where isValueTopic:
-            if state.withLock({ $0.zeroLossSubscribed.contains(sourceId) }) {
+            let now = ContinuousClock.now
+            let isSubscribed = state.withLock { state in
+                state.zeroLossInboxes[sourceId]?.framesArrive(at: now)
+                return state.zeroLossSubscribed.contains(sourceId)
+            }
+            if isSubscribed {
                 acknowledgeZeroLoss([sourceId], isResume: true)
             }
         case .acknowledgement(let receiver, let epoch, let next, let isResume) where !isValueTopic:

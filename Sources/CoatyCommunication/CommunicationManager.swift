@@ -80,20 +80,27 @@ public final class CommunicationManager: Sendable {
         var deliver: @Sendable (IoValue) -> Void
         /// Told why a payload on the actor's route was dropped (not JSON, for an actor of JSON values).
         var reject: (@Sendable (String) -> Void)?
+        var hasRoom: (@Sendable () -> Bool)?
         var finish: @Sendable () -> Void
+    }
+
+    /// An own actor's receiver on an IO route, with whether it takes raw bytes.
+    struct IoRouteReceiver: Sendable {
+        var isRaw: Bool
+        var deliver: @Sendable (IoValue) -> Void
+        var reject: (@Sendable (String) -> Void)?
+        /// Whether it takes a value now without losing one; nil: always (see `handleIoValues`).
+        var hasRoom: (@Sendable () -> Bool)?
     }
 
     /// Who gets the messages on one IO route. The table of them is rebuilt whenever associations, value
     /// receivers or route monitors change, so that an inbound message finds its receivers with one lookup and
     /// without allocating.
     struct IoRouteDelivery: Sendable {
-        /// An own actor's receiver, with whether the actor takes raw bytes.
-        typealias Receiver = (isRaw: Bool, deliver: @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?)
-
         var monitors: [ObservationStream<[UInt8]>.Continuation] = []
-        /// The receivers of the own actors associated on the route, each with whether it takes raw bytes; nil
+        /// The receivers of the own actors associated on the route; nil
         /// when no own actor is associated on it (a monitored route only).
-        var receivers: [IoRouteDelivery.Receiver]?
+        var receivers: [IoRouteReceiver]?
     }
 
     struct State: ~Copyable {
@@ -952,7 +959,7 @@ public final class CommunicationManager: Sendable {
     /// fleet) comes and goes without rebuilding all of them, which made starting and stopping it quadratic.
     private func rebuildIoRoute(_ route: String, in state: inout State) {
         let monitors = state.routeMonitors[route].map { Array($0.values) } ?? []
-        var receivers: [IoRouteDelivery.Receiver]?
+        var receivers: [IoRouteReceiver]?
         if let actorIds = state.routing.actorsByRoute[route] {
             receivers = self.receivers(of: actorIds.keys, in: state)
         }
@@ -960,12 +967,11 @@ public final class CommunicationManager: Sendable {
             monitors.isEmpty && receivers == nil ? nil : IoRouteDelivery(monitors: monitors, receivers: receivers)
     }
 
-    private func receivers(of actorIds: some Sequence<String>, in state: borrowing State) -> [IoRouteDelivery.Receiver]
-    {
+    private func receivers(of actorIds: some Sequence<String>, in state: borrowing State) -> [IoRouteReceiver] {
         actorIds.flatMap { actorId in
             let isRaw = rawActorIds.contains(actorId)
             return (state.ioValueReceivers[actorId] ?? []).map {
-                (isRaw: isRaw, deliver: $0.deliver, reject: $0.reject)
+                IoRouteReceiver(isRaw: isRaw, deliver: $0.deliver, reject: $0.reject, hasRoom: $0.hasRoom)
             }
         }
     }
@@ -992,13 +998,14 @@ public final class CommunicationManager: Sendable {
     /// Hands a value on `message.topic` (an IO route) to the own actors associated on it.
     func deliver(
         _ message: MQTTMessage,
-        to receivers: [IoRouteDelivery.Receiver]
+        to receivers: [IoRouteReceiver]
     ) {
         counters.ioValuesReceived.add(1)
         var json: JSONValue?
         var parseError: JSONParseError?
-        for (isRaw, deliver, rejectValue) in receivers {
-            if isRaw {
+        for receiver in receivers {
+            let deliver = receiver.deliver
+            if receiver.isRaw {
                 deliver(.raw(message.payload))
                 continue
             }
@@ -1013,7 +1020,7 @@ public final class CommunicationManager: Sendable {
                 deliver(.json(json))
             } else if let parseError {
                 // The actor's own state and count show it too, not only the agent's log.
-                rejectValue?("not JSON: \(parseError)")
+                receiver.reject?("not JSON: \(parseError)")
             }
         }
         if let parseError {
@@ -1072,7 +1079,7 @@ public final class CommunicationManager: Sendable {
     public func observeIoValue(of actor: IoActor) throws(CoatyError) -> ObservationStream<IoValue> {
         let (stream, continuation) = ObservationStream.makeStream(of: IoValue.self)
         let id = try addIoValueReceiver(
-            of: actor, deliver: { continuation.yield($0) }, reject: nil, finish: continuation.finish)
+            of: actor, deliver: { continuation.yield($0) }, reject: nil, hasRoom: nil, finish: continuation.finish)
         continuation.onTermination { [weak self] in self?.removeIoValueReceiver(id, of: actor) }
         return stream
     }
@@ -1080,26 +1087,29 @@ public final class CommunicationManager: Sendable {
     /// Hands the values routed to an own IO actor to `handler` while `body` runs, on the network thread as they
     /// arrive: `handler` must not block or wait. For a controller that keeps state per actor and hands values
     /// on itself (the IoActorController): an `observeIoValue` stream would add a task hop per value.
-    /// `rejected`, on the same thread, learns why a payload on the actor's route was dropped.
+    /// `rejected`, on the same thread, learns why a payload on the actor's route was dropped. `hasRoom`, on the same
+    /// thread, says whether `handler` would take a value now without dropping one (its queue is not full): with
+    /// zero-loss delivery a value whose route has a receiver without room is held back, not acknowledged, and sent
+    /// again by the source once there is room; other values are handed on regardless.
     package func handleIoValues<T>(
         of actor: IoActor, isolation: isolated (any Actor)? = #isolation,
         _ handler: @escaping @Sendable (IoValue) -> Void, rejected: (@Sendable (String) -> Void)? = nil,
-        while body: () async -> T
+        hasRoom: (@Sendable () -> Bool)? = nil, while body: () async -> T
     ) async throws(CoatyError) -> T {
-        let id = try addIoValueReceiver(of: actor, deliver: handler, reject: rejected, finish: {})
+        let id = try addIoValueReceiver(of: actor, deliver: handler, reject: rejected, hasRoom: hasRoom, finish: {})
         defer { removeIoValueReceiver(id, of: actor) }
         return await body()
     }
 
     private func addIoValueReceiver(
         of actor: IoActor, deliver: @escaping @Sendable (IoValue) -> Void, reject: (@Sendable (String) -> Void)?,
-        finish: @escaping @Sendable () -> Void
+        hasRoom: (@Sendable () -> Bool)?, finish: @escaping @Sendable () -> Void
     ) throws(CoatyError) -> Int {
         try state.withLock { state throws(CoatyError) in
             guard state.routing.isOwnActor(actor.objectId) else { throw .unknownIoPoint(actor.objectId) }
             let id = state.makeObserverId()
             state.ioValueReceivers[actor.objectId, default: []].append(
-                IoValueReceiver(id: id, deliver: deliver, reject: reject, finish: finish))
+                IoValueReceiver(id: id, deliver: deliver, reject: reject, hasRoom: hasRoom, finish: finish))
             rebuildIoRoutes(in: &state)
             return id
         }

@@ -114,6 +114,13 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             queue.discardBuffered()
         }
 
+        /// Whether `yield` would keep an element without dropping the oldest: the buffer has room, the consumer
+        /// waits, or the stream has ended (nothing is kept then, nothing is waited for). For a producer that can hold
+        /// an element back instead of losing one (zero-loss delivery).
+        package var hasRoom: Bool {
+            queue.hasRoom
+        }
+
         /// Runs once, when the stream finishes or the consumer goes (cancelled, or the sequence dropped); at once
         /// if that has happened already.
         public func onTermination(_ handler: @escaping @Sendable () -> Void) {
@@ -186,6 +193,13 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             }
             waiter?.resume(returning: element)
             return isKept
+        }
+
+        var hasRoom: Bool {
+            state.withLock { state in
+                guard case .open = state.phase else { return true }
+                return state.waiter != nil || state.buffer.count - state.head < limit
+            }
         }
 
         /// Takes a buffered element without suspending when there is one; otherwise waits for `yield`, `finish`

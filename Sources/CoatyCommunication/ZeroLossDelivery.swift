@@ -234,14 +234,23 @@ struct ZeroLossInbox {
     var receivedSinceAcknowledgement = 0
     /// Since when plain copies of the source's values arrive without a frame between them.
     var plainCopiesWithoutFrameSince: ContinuousClock.Instant?
+    /// When the last frame, sync or plain copy of the source arrived: a silence does not count as copies without
+    /// frames (an outage of the broker or of the source lets nothing through, frames or copies).
+    var lastArrival: ContinuousClock.Instant?
     /// The `next` of the last resume sent for a gap, and when: one per gap and second, not one per frame.
     var lastGapResume: (next: UInt64, at: ContinuousClock.Instant)?
+
+    /// A value was held back because an actor had no room for it: the source is asked to resume from `next` once
+    /// there is room again (by the manager's tick), not on every later frame.
+    var isHeldBack = false
 
     enum Outcome: Equatable {
         case deliver
         case duplicate
         /// Frames are missing before this one: it is dropped and the source asked to resume from `next`.
         case gap(askResume: Bool)
+        /// The next value in order, but an actor has no room for it: not delivered and not acknowledged.
+        case heldBack
     }
 
     /// Plain copies of a source that sent frames are duplicates (their frames come, also after an outage of any
@@ -249,29 +258,58 @@ struct ZeroLossInbox {
     /// longer sends frames (it was restarted without zero-loss delivery).
     static let plainCopiesTakeOverAfter = Duration.seconds(30)
 
-    mutating func receive(epoch: UInt64, sequence: UInt64, oldest: UInt64, at now: ContinuousClock.Instant) -> Outcome {
-        plainCopiesWithoutFrameSince = nil
+    /// `hasRoom`: whether every actor on the source's route takes a value now without dropping one.
+    mutating func receive(
+        epoch: UInt64, sequence: UInt64, oldest: UInt64, hasRoom: Bool = true, at now: ContinuousClock.Instant
+    ) -> Outcome {
+        framesArrive(at: now)
         if epoch != self.epoch {
             // A run of the source not seen before (or restarted): its sequence starts here.
             self.epoch = epoch
             next = sequence
+            isHeldBack = false
         }
         if sequence < next { return .duplicate }
         // What the source no longer holds it counted as dropped: the sequence continues after it.
         if sequence > next, oldest > next { next = min(oldest, sequence) }
         guard sequence == next else {
+            // Behind a held-back value every frame is a gap: the resume waits for room.
+            if isHeldBack { return .gap(askResume: false) }
             let isNewGap = lastGapResume.map { $0.next != next || now - $0.at > .seconds(1) } ?? true
             if isNewGap { lastGapResume = (next, now) }
             return .gap(askResume: isNewGap)
         }
+        guard hasRoom else {
+            isHeldBack = true
+            return .heldBack
+        }
+        isHeldBack = false
         next += 1
         receivedSinceAcknowledgement += 1
         return .deliver
     }
 
-    /// Whether a plain copy on the source's route, arriving now, duplicates a frame.
+    /// A frame or a sync arrived: the source delivers with zero loss (a sync: it holds, after its reconnect, until
+    /// this agent answers).
+    mutating func framesArrive(at now: ContinuousClock.Instant) {
+        plainCopiesWithoutFrameSince = nil
+        lastArrival = now
+    }
+
+    /// This agent connected again: what arrived before says nothing about whether frames come now.
+    mutating func reconnected() {
+        plainCopiesWithoutFrameSince = nil
+        lastArrival = nil
+    }
+
+    /// Whether a plain copy on the source's route, arriving now, duplicates a frame. The plain copies take over only
+    /// after they arrived for `plainCopiesTakeOverAfter` without a frame or a sync between them and without a silence
+    /// as long: after an outage of a minute the first copies (sent before the source resumes its frames) would
+    /// otherwise take over at once, and the frames of the backlog that follow them arrive out of order and again.
     mutating func isPlainCopy(at now: ContinuousClock.Instant) -> Bool {
         guard epoch != nil else { return false }
+        if let lastArrival, now - lastArrival >= Self.plainCopiesTakeOverAfter { plainCopiesWithoutFrameSince = nil }
+        lastArrival = now
         let since = plainCopiesWithoutFrameSince ?? now
         plainCopiesWithoutFrameSince = since
         guard now - since < Self.plainCopiesTakeOverAfter else {

@@ -90,7 +90,9 @@ public enum EdgeValueType {
 /// new subscriber at once (also after a re-association), as Coaty's IoActorController does. A stream holds at most
 /// `valueBufferLimit` values its consumer has not taken: under a flood the oldest give way, counted in
 /// `coaty_edge_values_overflowed_total{actor}` and logged with a budget, so that a slow consumer (an output that
-/// switches a relay and logs each switch) costs bounded memory and works on recent values.
+/// switches a relay and logs each switch) costs bounded memory and works on recent values. With zero-loss delivery
+/// (`CommunicationOptions.zeroLoss`) nothing gives way: a value from a zero-loss source that finds a full stream is
+/// held back, unacknowledged, and the source sends it again once its consumer has taken values.
 ///
 /// Values are taken from the communication manager as they arrive, on its network thread (`handleIoValues`), and
 /// handed straight to the actors' value streams: a task of its own in between would add a hop to every value.
@@ -129,7 +131,9 @@ public final class IoActorController: Controller {
                 guard let ioStates = try? manager.observeIoState(of: entry.actor.objectId) else { continue }
                 group.addTask {
                     // Values arrive while the association is followed, until the manager stops or the task ends.
-                    try? await manager.handleIoValues(of: entry.actor, entry.receive, rejected: entry.reject) {
+                    try? await manager.handleIoValues(
+                        of: entry.actor, entry.receive, rejected: entry.reject, hasRoom: entry.hasRoom
+                    ) {
                         for await ioState in ioStates { entry.associate(ioState.hasAssociations) }
                     }
                 }
@@ -177,6 +181,11 @@ public final class IoActorController: Controller {
         entry(actor)?.association.value ?? false
     }
 
+    /// Values that gave way in a value stream whose consumer fell behind (`coaty_edge_values_overflowed_total`).
+    package func overflowedValues(of actor: IoActor) -> Int {
+        entry(actor)?.shared.withLock { $0.overflowed } ?? 0
+    }
+
     /// Payloads that did not decode as the actor's value type (or not at all, as JSON).
     public func rejectedValues(of actor: IoActor) -> Int {
         entry(actor)?.shared.withLock { $0.rejected } ?? 0
@@ -190,6 +199,7 @@ private final class ActorEntry: Sendable {
         var latest: IoValue?
         var rejected = 0
         var received = 0
+        var overflowed = 0
         /// Mirrors `state`, so that a value does not take the broadcast's lock only to find it unchanged.
         var currentState = IoActorState.waiting
         var nextId = 0
@@ -248,6 +258,7 @@ private final class ActorEntry: Sendable {
         }
         for watcher in watchers where !watcher.continuation.yield(value) {
             overflowCounter.increment()
+            shared.withLock { $0.overflowed += 1 }
             if case .log(let suppressed) = overflowLog.admit() {
                 if suppressed > 0 {
                     logger.warning("\(suppressed) more values for \(actor.name) gave way without a log line")
@@ -257,6 +268,13 @@ private final class ActorEntry: Sendable {
                 )
             }
         }
+    }
+
+    /// Whether every value stream takes a value now without dropping its oldest; called on the manager's network
+    /// thread before a zero-loss value is handed on.
+    func hasRoom() -> Bool {
+        let watchers = shared.withLock { $0.isStopped ? [] : $0.valueWatchers }
+        return watchers.allSatisfy { $0.continuation.hasRoom }
     }
 
     /// Called on the manager's network thread for a payload the manager could not decode; the manager logs it.

@@ -108,6 +108,25 @@ import Testing
         #expect(restarted == .deliver && inbox.next == 1)
     }
 
+    /// A value an actor has no room for is held back, not counted as received; the frames behind it are gaps that
+    /// wait for the resume (no resume per frame); sent again with room, it and the rest are delivered in order.
+    @Test func aValueWithoutRoomIsHeldBackUntilSentAgain() {
+        var inbox = ZeroLossInbox()
+        var outcomes: [ZeroLossInbox.Outcome] = []
+        for (sequence, hasRoom) in [(0, true), (1, false), (2, true), (3, true), (1, false)] as [(UInt64, Bool)] {
+            outcomes.append(inbox.receive(epoch: 7, sequence: sequence, oldest: 0, hasRoom: hasRoom, at: now))
+        }
+        #expect(outcomes == [.deliver, .heldBack, .gap(askResume: false), .gap(askResume: false), .heldBack])
+        #expect(inbox.next == 1 && inbox.isHeldBack && inbox.receivedSinceAcknowledgement == 1)
+        // The manager's tick asks for the resume once there is room, and clears the mark.
+        inbox.isHeldBack = false
+        for sequence: UInt64 in 1...3 {
+            outcomes.append(inbox.receive(epoch: 7, sequence: sequence, oldest: 0, hasRoom: true, at: now))
+        }
+        #expect(outcomes.suffix(3) == [.deliver, .deliver, .deliver])
+        #expect(inbox.next == 4)
+    }
+
     /// Plain copies are duplicates while frames come, and take over after 30 s without any frame.
     @Test func plainCopiesTakeOverWhenFramesStop() {
         var inbox = ZeroLossInbox()
@@ -118,5 +137,23 @@ import Testing
         for seconds in [40, 69, 71] { copies.append(inbox.isPlainCopy(at: now + .seconds(seconds))) }
         #expect(copies == [false, true, true, true, true, false])
         #expect(inbox.epoch == nil)
+    }
+
+    /// An outage longer than the take-over time lets nothing through: the copies that come first after it (sent
+    /// before the source resumes its frames) are still duplicates, and so are those after a sync or a reconnect;
+    /// copies that keep coming without frames for 30 s still take over. Before, the first copy after a 2-minute
+    /// outage took over at once, and the frames of the backlog then arrived out of order and again.
+    @Test func anOutageDoesNotLetPlainCopiesTakeOver() {
+        var inbox = ZeroLossInbox()
+        _ = inbox.receive(epoch: 1, sequence: 0, oldest: 0, at: now)
+        var copies = [inbox.isPlainCopy(at: now)]
+        // 2 minutes of silence (the broker is away), then copies without frames (the source holds them).
+        copies += [inbox.isPlainCopy(at: now + .seconds(120)), inbox.isPlainCopy(at: now + .seconds(121))]
+        inbox.framesArrive(at: now + .seconds(122))  // a sync
+        copies += [inbox.isPlainCopy(at: now + .seconds(140)), inbox.isPlainCopy(at: now + .seconds(151))]
+        inbox.reconnected()
+        copies += [inbox.isPlainCopy(at: now + .seconds(160)), inbox.isPlainCopy(at: now + .seconds(185))]
+        copies.append(inbox.isPlainCopy(at: now + .seconds(191)))
+        #expect(copies == [true, true, true, true, true, true, true, false])
     }
 }

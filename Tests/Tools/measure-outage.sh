@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Values across broker outages, with real agents (release build) and a private mosquitto, for a person to run: a
 # source agent (5 sysfs thermal zones polled at 10 Hz), a router agent and an actor agent (console). The script
-# writes a counter into each zone's temp file every 10 ms (zone z reads z*30 + counter/1000 degrees) and the source
-# publishes only changed readings (a deadband filter), so every value published is distinct and rises per zone.
+# writes a counter into each zone's temp file every 20 ms (zone z reads -40 + z*38 + counter/1000 degrees, inside the
+# thermal driver's plausible -40...150 degrees; the writer stops at the end of a zone's 38 degrees, 12 minutes of
+# writing, and says so) and the source publishes only changed readings (a deadband filter), so every value published
+# is distinct and rises per zone. Every value the actor receives is logged with its zone and counter; duplicated and
+# out-of-order ones are printed with their neighbours and the logs kept.
 # Per configuration (the default, then zero-loss delivery on every agent): 20 outages by SIGKILL and 10 by SIGTERM of
 # DOWN seconds each, then one SIGKILL outage of LONG seconds; then the writer stops and the values settle. Prints
 # published (the source's coaty_edge_values_routed_total over the run, which includes the source's re-sends of its
@@ -60,12 +63,15 @@ root_flag=""
 ((EUID == 0)) && "$bin" run --help 2>&1 | grep -q -- --allow-root && root_flag=--allow-root
 metrics_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
+# Millidegrees per zone: -40 + 5 * 38 = 150 degrees, the thermal driver's plausible range (it refuses readings
+# outside, and a counter that ran into the next zone's range read as that zone's, out of order).
+zone_span=38000
 write_configs() { # $1: extra members of "communication"
     local communication="\"brokerUrl\": \"mqtt://127.0.0.1:$port\"${reconnect:+, \"reconnect\": $reconnect}$1"
     local sources="" sensors="" zone id
     for zone in 0 1 2 3 4; do
         mkdir -p "$work/sys/class/thermal/thermal_zone$zone"
-        printf '%06d\n' $((zone * 30000)) >"$work/sys/class/thermal/thermal_zone$zone/temp"
+        echo $((zone * zone_span - 40000)) >"$work/sys/class/thermal/thermal_zone$zone/temp"
         id=5a1c0000-0000-4000-8000-00000000001$zone
         sources+="${sources:+, }{\"objectId\": \"$id\", \"name\": \"zone $zone\", \"valueType\": \"coaty-edge.Temperature[Celsius]\"}"
         sensors+="${sensors:+, }{\"driver\": \"thermal\", \"zone\": $zone, \"pollInterval\": \"100ms\","
@@ -103,11 +109,12 @@ measure() { # $1: label, $2: extra members of "communication"
     local outages="$kills SIGKILL and $terms SIGTERM outages of $down s"
     [[ $long =~ ^0*(\.0*)?$ ]] || outages+=", one SIGKILL outage of $long s"
     echo "== $1${reconnect:+ (reconnect $reconnect)}: $outages; $(nproc) CPUs"
-    python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" "$mode" <<'PY'
+    python3 - "$bin" "$work" "$port" "$metrics_port" "$kills" "$terms" "$down" "$long" "$root_flag" "$mode" \
+        "$zone_span" <<'PY'
 import collections, os, re, shutil, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
-bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag, mode = sys.argv[1:]
-port, metrics_port, kills, terms = int(port), int(metrics_port), int(kills), int(terms)
+bin, work, port, metrics_port, kills, terms, down, long_outage, root_flag, mode, zone_span = sys.argv[1:]
+port, metrics_port, kills, terms, zone_span = int(port), int(metrics_port), int(kills), int(terms), int(zone_span)
 down, long_outage = float(down), float(long_outage)
 flags = [root_flag] if root_flag else []
 broker = None
@@ -128,19 +135,24 @@ def stop_broker(sig):
     broker.send_signal(sig)
     broker.wait()
 
-# The writer: zone z holds z*30000 + counter millidegrees, renamed into place so that a read never sees half a file.
+# The writer: zone z holds -40000 + z*zone_span + counter millidegrees, renamed into place so that a read never sees
+# half a file. At most 50 counts a second (5 per poll of 100 ms), so that a run of 12 minutes stays in the zone's span.
 writing = threading.Event()
 counters = [0] * 5
 def write_zones():
     while True:
         writing.wait()
+        if counters[0] >= zone_span - 1:
+            print(f"  the writer reached the end of the zones' range ({zone_span - 1} counts) and stopped", flush=True)
+            writing.clear()
+            continue
         for zone in range(5):
             counters[zone] += 1
             path = f"{work}/sys/class/thermal/thermal_zone{zone}/temp"
             with open(path + ".new", "w") as file:
-                file.write(f"{zone * 30000 + counters[zone]:06d}\n")
+                file.write(f"{zone * zone_span - 40000 + counters[zone]}\n")
             os.replace(path + ".new", path)
-        time.sleep(0.01)
+        time.sleep(0.02)
 threading.Thread(target=write_zones, daemon=True).start()
 
 received = []  # (monotonic time, zone, counter) of each value the actor printed
@@ -149,6 +161,7 @@ pattern = re.compile(r" received (-?[0-9.e+-]+)")
 
 actor_lines = collections.deque(maxlen=10)  # the actor's last lines other than values, for a failure report
 actor_log = open(f"{work}/actor.log", "w")  # the same lines, stamped, kept for a failure report
+values_log = open(f"{work}/actor-values.log", "w")  # every value received: time, zone, counter
 
 def read_actor(stream):
     for line in stream:
@@ -158,9 +171,11 @@ def read_actor(stream):
             actor_log.write(f"{time.time():.3f} {line}")
             actor_log.flush()
         if match:
-            millidegrees = round(float(match.group(1)) * 1000)
+            zone, counter = divmod(round(float(match.group(1)) * 1000) + 40000, zone_span)
+            now = time.monotonic()
+            values_log.write(f"{now:.3f} {zone} {counter}\n")
             with lock:
-                received.append((time.monotonic(), millidegrees // 30000, millidegrees % 30000))
+                received.append((now, zone, counter))
                 lock.notify_all()
 
 def first_value_after(instant, timeout):
@@ -172,6 +187,18 @@ def first_value_after(instant, timeout):
                 return later[0]
             if not lock.wait(max(0, deadline - time.monotonic())) and time.monotonic() >= deadline:
                 return None
+
+def keep_logs():
+    """Copies the agents' logs, the values received and the source's metrics next to the scratch folder."""
+    kept = f"{work}.failure-{time.strftime('%H%M%S')}"
+    os.makedirs(kept, exist_ok=True)
+    values_log.flush()
+    for name in ["source.log", "router.log", "actor.log", "actor-values.log"]:
+        shutil.copy(f"{work}/{name}", kept)
+    with open(f"{kept}/source-metrics.txt", "w") as metrics:
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
+            metrics.write(response.read().decode())
+    return kept
 
 def report_agents(why):
     print(f"  {why}; the agents' last lines:", flush=True)
@@ -186,14 +213,7 @@ def report_agents(why):
         show = subprocess.run([bin, "rules", "show", "--broker", f"mqtt://127.0.0.1:{port}", "--json"], capture_output=True,
                               text=True, timeout=60)
         print(f"    rules show: {show.stdout.strip()[:600] or show.stderr.strip()[:300]}")
-        kept = f"{work}.failure-{time.strftime('%H%M%S')}"
-        os.makedirs(kept)
-        for name in ["source", "router", "actor"]:
-            shutil.copy(f"{work}/{name}.log", kept)
-        with open(f"{kept}/source-metrics.txt", "w") as metrics:
-            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
-                metrics.write(response.read().decode())
-        print(f"    logs kept in {kept}", flush=True)
+        print(f"    logs kept in {keep_logs()}", flush=True)
     except (OSError, subprocess.SubprocessError) as error:
         print(f"    cannot keep the evidence: {error}", flush=True)
 
@@ -279,24 +299,35 @@ try:
         time.sleep(0.5)
     published = int(routed() - published_before)
     with lock:
-        values = [(zone, counter) for _, zone, counter in received]
+        stamped = list(received)
+    values = [(zone, counter) for _, zone, counter in stamped]
     # A value equal to the last one of its zone is the source's re-send of its latest value on a new Associate (a
     # publication of its own, counted in published); any other value seen before is a duplicate.
     seen, last, highest = set(), {}, {}
     repeats = duplicated = out_of_order = 0
-    for zone, counter in values:
+    anomalies = []  # (index, what) of the first duplicated and out-of-order values
+    for index, (zone, counter) in enumerate(values):
         if last.get(zone) == counter:
             repeats += 1
         elif (zone, counter) in seen:
             duplicated += 1
+            anomalies.append((index, "duplicated"))
         elif counter < highest.get(zone, -1):
             out_of_order += 1
+            anomalies.append((index, f"out of order (after {highest[zone]})"))
         seen.add((zone, counter))
         last[zone] = counter
         highest[zone] = max(highest.get(zone, -1), counter)
     lost = published - (len(values) - duplicated)
     print(f"  published {published}, received {len(values)} ({repeats} of them latest values re-sent on association), "
           f"lost {lost} ({100 * lost / max(published, 1):.1f} %), duplicated {duplicated}, out of order {out_of_order}")
+    print(f"  zones' counters received: {', '.join(f'{z}: {min(c for zz, c in values if zz == z)}...{highest[z]}' for z in sorted(highest))}"
+          f" (the writer reached {counters[0]} of {zone_span - 1})")
+    if anomalies:
+        for index, what in anomalies[:5]:
+            around = " ".join(f"{z}:{c}" for z, c in values[max(0, index - 3):index + 2])
+            print(f"    value {index} ({values[index][0]}:{values[index][1]}, {stamped[index][0]:.3f}) {what}; around: {around}")
+        print(f"    logs kept in {keep_logs()}", flush=True)
     for label, times in list(resumes.items()) + [(f"all {down:g} s", every)]:
         if times:
             print(f"  resume after {label}: median {statistics.median(times):.3f} s, worst {max(times):.3f} s "
