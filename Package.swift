@@ -176,7 +176,8 @@ let package = Package(
             ]),
         // Starting a child (mosquitto) with no signal blocked, without Foundation: for CoatyTesting's brokers and the
         // bench's, whose process keeps Foundation out.
-        .target(name: "ProcessSpawning"),
+        .target(name: "ProcessSpawning", dependencies: ["CSpawnActions"]),
+        .target(name: "CSpawnActions"),
         // Our own test support on top of it: scenarios, fuzz harnesses, child processes, bridged brokers.
         .target(
             name: "CoatyTestSupport",

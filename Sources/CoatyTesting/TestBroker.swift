@@ -197,12 +197,17 @@ package func runTool(_ name: String, _ arguments: [String]) throws {
     let process = Process()
     process.executableURL = try findTool(name)
     process.arguments = arguments
-    let output = Pipe()
+    // Into a file, not a pipe: the end of a pipe's output never comes while another child spawned meanwhile holds
+    // its write end, and a test then waited for it for good (seen once in a full run).
+    let directory = try ScratchDirectory("coaty-tool")
+    let outputFile = try directory.write("", to: "output")
+    let output = try FileHandle(forWritingTo: outputFile)
+    defer { try? output.close() }
     process.standardOutput = output
     process.standardError = output
     try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
+    let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
     guard process.terminationStatus == 0 else {
         throw TestSupportError("\(name) \(arguments.joined(separator: " ")) failed: \(text)")
     }

@@ -1,3 +1,4 @@
+import CSpawnActions
 import Glibc
 
 /// Why a child could not be started: the error number posix_spawn returned.
@@ -5,8 +6,8 @@ package struct SpawnError: Error {
     package let code: Int32
 }
 
-/// Starts `executable` with standard input and output on /dev/null and standard error written to `errorFile`, with
-/// every signal unblocked and at its default action, and returns its process id.
+/// Starts `executable` with standard input and output on /dev/null, standard error written to `errorFile` and no other
+/// descriptor, with every signal unblocked and at its default action, and returns its process id.
 ///
 /// A child inherits the spawning thread's signal mask, and Swift concurrency's threads block SIGTERM: mosquitto restores
 /// that mask around its event loop and would never see the SIGTERM that stops it. Foundation's `Process` passes the
@@ -20,6 +21,10 @@ package func spawnWithDefaultSignals(
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, errorFile, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    // Nothing else of this process: a descriptor another thread holds open meanwhile without close-on-exec (the
+    // write end of a pipe whose reader waits for its end, a script being written) would stay open as long as the
+    // child lives, which for a broker is the whole test.
+    c_spawn_actions_close_from(&actions, 3)
 
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
