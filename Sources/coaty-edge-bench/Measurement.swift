@@ -38,6 +38,7 @@ struct LatencyRound: Sendable {
     var samples: Int
     /// Microseconds, nearest rank.
     var p50: Double
+    var p90: Double
     var p99: Double
     var mean: Double
 
@@ -50,6 +51,7 @@ struct LatencyRound: Sendable {
             return Double(sorted[min(max(rank, 1), sorted.count) - 1]) / 1000
         }
         p50 = percentile(0.50)
+        p90 = percentile(0.90)
         p99 = percentile(0.99)
         mean = sorted.isEmpty ? .nan : Double(sorted.reduce(0, +)) / Double(sorted.count) / 1000
     }

@@ -153,9 +153,11 @@ extension Report {
         for figure in Figure.allCases {
             if let best = latency(figure), let rounds = latencies[figure] {
                 var entry: JSONObject = [
-                    "p50Microseconds": .number(best.p50), "p99Microseconds": .number(best.p99),
+                    "p50Microseconds": .number(best.p50), "p90Microseconds": .number(best.p90),
+                    "p99Microseconds": .number(best.p99),
                     "meanMicroseconds": .number(best.mean), "samples": .number(Double(best.samples)),
                     "roundsP50Microseconds": .array(rounds.map { .number($0.p50) }),
+                    "roundsP90Microseconds": .array(rounds.map { .number($0.p90) }),
                 ]
                 if let baseline = figure.baseline {
                     entry["ratioP50"] = ratio(figure, baseline, \.p50).map(JSONValue.number) ?? .null
