@@ -137,7 +137,7 @@ extension CommunicationManager {
                     }
                 },
                 finish: continuation.finish)
-            guard let (observers, subscribeAfter) = registered else {
+            guard let (observers, subscribeAfter, unsubscribeAfter) = registered else {
                 refuseRequest(event.eventType)
                 continuation.finish()
                 return stream
@@ -153,8 +153,12 @@ extension CommunicationManager {
             } else {
                 enqueue(messages)
             }
-            if !subscribeAfter.isEmpty {
-                state.withLock { addSubscriptions(subscribeAfter, in: &$0) }
+            // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
+            if !subscribeAfter.isEmpty || !unsubscribeAfter.isEmpty {
+                state.withLock { state in
+                    addSubscriptions(subscribeAfter, in: &state)
+                    removeSubscriptions(unsubscribeAfter, in: &state)
+                }
             }
             let observerIds = observers.map(\.id)
             let timer = timeout.map { timeout in

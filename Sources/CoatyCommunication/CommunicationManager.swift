@@ -724,12 +724,12 @@ public final class CommunicationManager: Sendable {
     }
 
     /// Registers the observers of `count` requests' responses on topics of `responseSubscriptions`; returns their
-    /// ids and correlation ids, and the spare topics to subscribe once the requests are published; nil (and nothing
-    /// registered) when `maximumPendingRequests` would be passed.
+    /// ids and correlation ids, and the topics to subscribe (spares) and give up (ended requests) once the requests
+    /// are published; nil (and nothing registered) when `maximumPendingRequests` would be passed.
     func addResponseObservers(
         _ count: Int, of responseType: CoatyEventType,
         deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
-    ) -> (observers: [(id: Int, correlationId: String)], subscribeAfter: [String])? {
+    ) -> (observers: [(id: Int, correlationId: String)], subscribeAfter: [String], unsubscribeAfter: [String])? {
         let namespace = subscriptionNamespace
         return state.withLock { state in
             guard
@@ -741,16 +741,14 @@ public final class CommunicationManager: Sendable {
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            let observers = taken.correlationIds.map { correlationId in
+            let observers = zip(taken.correlationIds, taken.topicFilters).map { correlationId, topicFilter in
                 let id = state.makeObserverId()
                 let key = RoutingKey(responseType, filter: nil, correlationId: correlationId)
-                let topicFilter = CoatyTopic.subscriptionFilter(
-                    namespace: namespace, eventType: responseType, correlationId: correlationId)
                 state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
                 state.observerSubscriptions[id] = (key, topicFilter, true)
                 return (id, correlationId)
             }
-            return (observers, taken.subscribeAfter)
+            return (observers, taken.subscribeAfter, taken.unsubscribeAfter)
         }
     }
 

@@ -11,28 +11,43 @@ import CoatyModel
 /// correlation level would bring this agent every other agent's responses), the correlation ids stay fresh UUIDs
 /// used once, and the request and response frames other agents see are the same as before.
 ///
-/// A topic whose request ended stays subscribed until its batch is given up; a late response on it finds no
-/// observer and is dropped. While offline a topic is given up at once (no packet; it is not renewed on the
+/// Both packets go out after a request's publication, never ahead of it: the spares are refilled after the request
+/// that found them half gone, and the ended topics are given up after the next request once a batch of them has
+/// ended (an UNSUBSCRIBE sent as a request ends would delay the next request, which a caller typically publishes
+/// right then, by a packet and the broker's change of its tree). A topic whose request ended stays subscribed until
+/// then; a late response on it finds no observer and is dropped. When no request follows, the ended topics are given
+/// up once `maximumEnded` of them wait. While offline a topic is given up at once (no packet; it is not renewed on the
 /// reconnect), and so are the ended ones still waiting when the connection is lost. Memory is bounded: the spares
-/// per response type, a batch of ended topics, and at most `maximumPending` requests in flight.
+/// per response type, `maximumEnded` ended topics, and at most `maximumPending` requests in flight.
 struct ResponseSubscriptions {
     /// Topics subscribed ahead per response type (Resolve, Retrieve, Complete, Return) once one was requested.
     static let spareCount = 16
     /// Spares are subscribed, and ended topics given up, this many at a time.
     static let batchSize = 8
+    /// Ended topics are given up as their requests end once this many wait for a next request.
+    static let maximumEnded = 4 * batchSize
 
-    /// What a request gets: its correlation id, and the topics to subscribe before it is published (the first
-    /// request of a response type: its own and the spares) or after (spares refilled).
+    /// What requests get: per request its correlation id and response topic; the topics to subscribe before the
+    /// requests are published (the first request of a response type: its own and the spares), and those to subscribe
+    /// (spares refilled) and give up (ended ones) after.
     struct Taken: Equatable {
-        var correlationId: String
+        var correlationIds: [String]
+        var topicFilters: [String]
         var subscribeBefore: [String]
         var subscribeAfter: [String]
+        var unsubscribeAfter: [String]
+    }
+
+    /// A correlation id with its response topic, made together so that the topic is built once.
+    private struct Spare {
+        var correlationId: String
+        var topicFilter: String
     }
 
     let maximumPending: Int
     private let makeCorrelationId: () -> String
     /// Correlation ids whose topics are subscribed and unused, per response type.
-    private var spares: [CoatyEventType: [String]] = [:]
+    private var spares: [CoatyEventType: [Spare]] = [:]
     /// Topics of ended requests, still subscribed.
     private(set) var ended: [String] = []
     private(set) var pendingCount = 0
@@ -45,46 +60,55 @@ struct ResponseSubscriptions {
     func spareCount(of responseType: CoatyEventType) -> Int { spares[responseType]?.count ?? 0 }
 
     /// Correlation ids for `count` requests with responses of `responseType` (an Update is published twice), each
-    /// with its topic subscribed or to be subscribed before it is published; nil if that would make more than
-    /// `maximumPending` requests in flight.
-    mutating func take(
-        _ count: Int, of responseType: CoatyEventType, filter: (String) -> String
-    ) -> (correlationIds: [String], subscribeBefore: [String], subscribeAfter: [String])? {
+    /// with its topic (`filter` of the correlation id) subscribed or to be subscribed before it is published; nil if
+    /// that would make more than `maximumPending` requests in flight.
+    mutating func take(_ count: Int, of responseType: CoatyEventType, filter: (String) -> String) -> Taken? {
         guard pendingCount + count <= maximumPending else { return nil }
         pendingCount += count
-        var available = spares[responseType] ?? []
-        var correlationIds: [String] = []
-        var subscribeBefore: [String] = []
+        // Taken out of the dictionary while it changes, so that the array is not copied.
+        var available = spares.removeValue(forKey: responseType) ?? []
+        var taken = Taken(
+            correlationIds: [], topicFilters: [], subscribeBefore: [], subscribeAfter: [], unsubscribeAfter: [])
         for _ in 0..<count {
             if let spare = available.popLast() {
-                correlationIds.append(spare)
+                taken.correlationIds.append(spare.correlationId)
+                taken.topicFilters.append(spare.topicFilter)
             } else {
                 let fresh = makeCorrelationId()
-                correlationIds.append(fresh)
-                subscribeBefore.append(filter(fresh))
+                let topicFilter = filter(fresh)
+                taken.correlationIds.append(fresh)
+                taken.topicFilters.append(topicFilter)
+                taken.subscribeBefore.append(topicFilter)
             }
         }
-        var subscribeAfter: [String] = []
         if available.count <= Self.spareCount - Self.batchSize {
-            let fresh = (available.count..<Self.spareCount).map { _ in makeCorrelationId() }
+            let fresh = (available.count..<Self.spareCount).map { _ in
+                let correlationId = makeCorrelationId()
+                return Spare(correlationId: correlationId, topicFilter: filter(correlationId))
+            }
             // The first request of a type subscribes its own topic and the spares in one packet, ahead of it.
-            if subscribeBefore.isEmpty {
-                subscribeAfter = fresh.map(filter)
+            if taken.subscribeBefore.isEmpty {
+                taken.subscribeAfter = fresh.map(\.topicFilter)
             } else {
-                subscribeBefore += fresh.map(filter)
+                taken.subscribeBefore += fresh.map(\.topicFilter)
             }
             available = fresh + available
         }
         spares[responseType] = available
-        return (correlationIds, subscribeBefore, subscribeAfter)
+        if ended.count >= Self.batchSize {
+            taken.unsubscribeAfter = ended
+            ended = []
+        }
+        return taken
     }
 
-    /// The request of `topicFilter` ended; returns the topics to give up now.
+    /// The request of `topicFilter` ended; returns the topics to give up now: none while online, unless
+    /// `maximumEnded` wait (the next request gives them up after its publication).
     mutating func release(_ topicFilter: String, isOnline: Bool) -> [String] {
         pendingCount -= 1
         guard isOnline else { return [topicFilter] }
         ended.append(topicFilter)
-        guard ended.count >= Self.batchSize else { return [] }
+        guard ended.count >= Self.maximumEnded else { return [] }
         defer { ended = [] }
         return ended
     }

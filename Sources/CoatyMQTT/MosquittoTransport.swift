@@ -337,16 +337,21 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         guard !topic.utf8.contains(where: { $0 == .plus || $0 == .hash }) else { throw .invalidTopic(topic) }
     }
 
+    /// Wildcards only as whole levels, `#` only as the last. One pass over the bytes, without splitting the filter
+    /// into levels: a request's response topics are checked here, a batch at a time.
     static func checkTopicFilter(_ filter: String) throws(MQTTError) {
         try checkTopicText(filter)
-        let levels = filter.utf8.split(separator: .slash, omittingEmptySubsequences: false)
-        for (index, level) in levels.enumerated() {
-            let wildcardAlone = level.count == 1
-            if level.contains(.plus) && !wildcardAlone
-                || level.contains(.hash) && !(wildcardAlone && index == levels.count - 1)
-            {
-                throw .invalidTopic(filter)
+        var bytes = filter.utf8.makeIterator()
+        var previous = UInt8.slash
+        var current = bytes.next()
+        while let byte = current {
+            let next = bytes.next()
+            if byte == .plus || byte == .hash {
+                let isWholeLevel = previous == .slash && (next == nil || next == .slash)
+                guard isWholeLevel, byte == .plus || next == nil else { throw .invalidTopic(filter) }
             }
+            previous = byte
+            current = next
         }
     }
 

@@ -2,6 +2,7 @@ import CoatyJSON
 import CoatyMQTT
 import CoatyModel
 import CoatyTestSupport
+import Synchronization
 import Testing
 
 @testable import CoatyCommunication
@@ -132,5 +133,93 @@ import Testing
         await requester.stop()
         try await third.waitFinished()
         try await second.waitFinished()
+    }
+    /// The response topics of ended calls are given up after the next call is published, not ahead of it: a caller
+    /// that calls again as soon as a Return arrives would otherwise wait for the UNSUBSCRIBE (and the broker's change
+    /// of its subscriptions) before its Call goes out.
+    @Test func endedResponseTopicsAreGivenUpAfterTheNextCall() async throws {
+        let operations = TransportOperations()
+        let broker = self.broker
+        let requester = CommunicationManager(
+            identity: Identity(name: "requester"), options: CommunicationOptions(),
+            makeTransport: { RecordingTransport(broker.makeTransport(), operations: operations) })
+        let responder = manager("responder")
+        try await online(requester, responder)
+        let answering = try echo(on: responder)
+        let calls = ResponseSubscriptions.batchSize + 1
+        var answered = 0
+        for index in 0..<calls {
+            let call = CallEvent(operation: "echo", parameters: ["index": .number(Double(index))])
+            for await _ in try requester.publishCall(call, timeout: .seconds(20)) {
+                answered += 1
+                break
+            }
+        }
+        #expect(answered == calls)
+        let recorded = operations.all
+        #expect(recorded.filter { $0.hasPrefix("publish coaty/3/-/CLL:echo/") }.count == calls)
+        let lastCall = try #require(recorded.lastIndex { $0.hasPrefix("publish coaty/3/-/CLL:echo/") })
+        let givingUp = recorded.indices.filter { recorded[$0].hasPrefix("unsubscribe ") }
+        #expect(givingUp.count == 1, "\(recorded)")
+        #expect(givingUp.allSatisfy { $0 > lastCall }, "\(recorded)")
+        #expect(givingUp.map { recorded[$0] } == ["unsubscribe \(ResponseSubscriptions.batchSize) RTN topics"])
+        answering.cancel()
+        await requester.stop()
+        await responder.stop()
+    }
+}
+
+/// What a manager asked of its transport, in order.
+final class TransportOperations: Sendable {
+    private let operations = Mutex<[String]>([])
+
+    func record(_ operation: String) { operations.withLock { $0.append(operation) } }
+
+    var all: [String] { operations.withLock { $0 } }
+}
+
+/// An in-memory transport that records publications by topic and subscription changes by count.
+final class RecordingTransport: MQTTTransport, Sendable {
+    private let inner: InMemoryTransport
+    private let operations: TransportOperations
+
+    init(_ inner: InMemoryTransport, operations: TransportOperations) {
+        self.inner = inner
+        self.operations = operations
+    }
+
+    var connectionEvents: AsyncStream<MQTTConnectionEvent> { inner.connectionEvents }
+
+    func connect(
+        _ options: MQTTConnectOptions, executor: ConnectionExecutor?,
+        onMessage handler: @escaping @Sendable (MQTTInbound) -> Void
+    ) {
+        inner.connect(options, executor: executor, onMessage: handler)
+    }
+
+    func publish(_ message: MQTTMessage) throws(MQTTError) {
+        operations.record("publish \(message.topic)")
+        try inner.publish(message)
+    }
+
+    func subscribe(_ topicFilter: String) throws(MQTTError) { try subscribe([topicFilter]) }
+
+    func subscribe(_ topicFilters: [String]) throws(MQTTError) {
+        operations.record("subscribe \(Self.describe(topicFilters))")
+        for filter in topicFilters { try inner.subscribe(filter) }
+    }
+
+    func unsubscribe(_ topicFilter: String) throws(MQTTError) { try unsubscribe([topicFilter]) }
+
+    func unsubscribe(_ topicFilters: [String]) throws(MQTTError) {
+        operations.record("unsubscribe \(Self.describe(topicFilters))")
+        for filter in topicFilters { try inner.unsubscribe(filter) }
+    }
+
+    func disconnect(_ mode: MQTTDisconnectMode) async { await inner.disconnect(mode) }
+
+    /// "8 RTN topics", or the filters themselves when they are not all response topics.
+    private static func describe(_ filters: [String]) -> String {
+        filters.allSatisfy { $0.contains("/RTN/") } ? "\(filters.count) RTN topics" : filters.joined(separator: " ")
     }
 }

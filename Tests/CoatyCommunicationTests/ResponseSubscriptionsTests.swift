@@ -25,7 +25,7 @@ import Testing
     /// `take`, required to succeed.
     func take(
         _ count: Int = 1, of responseType: CoatyEventType, from responses: inout ResponseSubscriptions
-    ) throws -> (correlationIds: [String], subscribeBefore: [String], subscribeAfter: [String]) {
+    ) throws -> ResponseSubscriptions.Taken {
         let taken = responses.take(count, of: responseType, filter: filter)
         return try #require(taken)
     }
@@ -34,6 +34,7 @@ import Testing
         var (responses, _) = pool()
         let first = try take(of: .returnEvent, from: &responses)
         #expect(first.correlationIds == ["c0"])
+        #expect(first.topicFilters == [filter("c0")])
         #expect(first.subscribeBefore == (0...ResponseSubscriptions.spareCount).map { filter("c\($0)") })
         #expect(first.subscribeAfter.isEmpty)
         #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
@@ -62,28 +63,51 @@ import Testing
         #expect(!used.contains("c0"))
     }
 
-    /// Ended topics are given up a batch at a time while online, and at once while offline or when the
-    /// connection is lost.
-    @Test func endedTopicsAreGivenUpInBatchesOnlineAndAtOnceOffline() throws {
+    /// Ended topics wait for the next request, which gives them up after its publication once a batch has ended;
+    /// offline, and when the connection is lost, they are given up at once.
+    @Test func endedTopicsAreGivenUpAfterTheNextRequest() throws {
         var (responses, _) = pool()
+        let batch = ResponseSubscriptions.batchSize
         var topics: [String] = []
-        for _ in 0..<(ResponseSubscriptions.batchSize + 3) {
+        for _ in 0..<(batch + 3) {
             let taken = try take(of: .returnEvent, from: &responses)
-            topics += taken.correlationIds.map(filter)
+            #expect(taken.topicFilters == taken.correlationIds.map(filter))
+            #expect(taken.unsubscribeAfter.isEmpty)
+            topics += taken.topicFilters
         }
-        #expect(responses.pendingCount == ResponseSubscriptions.batchSize + 3)
-        for topic in topics.prefix(ResponseSubscriptions.batchSize - 1) {
+        #expect(responses.pendingCount == batch + 3)
+        for topic in topics.prefix(batch) {
             #expect(responses.release(topic, isOnline: true).isEmpty)
         }
-        #expect(
-            responses.release(topics[ResponseSubscriptions.batchSize - 1], isOnline: true)
-                == Array(topics.prefix(ResponseSubscriptions.batchSize)))
-        let offline = topics[ResponseSubscriptions.batchSize]
-        #expect(responses.release(offline, isOnline: false) == [offline])
-        #expect(responses.release(topics[ResponseSubscriptions.batchSize + 1], isOnline: true).isEmpty)
-        #expect(responses.releaseEnded() == [topics[ResponseSubscriptions.batchSize + 1]])
+        #expect(responses.ended == Array(topics.prefix(batch)))
+        let next = try take(of: .returnEvent, from: &responses)
+        #expect(next.unsubscribeAfter == Array(topics.prefix(batch)))
         #expect(responses.ended.isEmpty)
-        #expect(responses.pendingCount == 1)
+        let offline = topics[batch]
+        #expect(responses.release(offline, isOnline: false) == [offline])
+        #expect(responses.release(topics[batch + 1], isOnline: true).isEmpty)
+        // Fewer than a batch ended: they wait.
+        #expect(try take(of: .returnEvent, from: &responses).unsubscribeAfter.isEmpty)
+        #expect(responses.releaseEnded() == [topics[batch + 1]])
+        #expect(responses.ended.isEmpty)
+        #expect(responses.pendingCount == 3)
+    }
+
+    /// Requests that end with no request after them: their topics are given up as the last of `maximumEnded` ends,
+    /// so that they stay bounded.
+    @Test func endedTopicsWithoutALaterRequestAreGivenUpAtTheBound() throws {
+        var (responses, _) = pool()
+        let count = ResponseSubscriptions.maximumEnded
+        var topics: [String] = []
+        for _ in 0..<count {
+            topics += try take(of: .resolve, from: &responses).topicFilters
+        }
+        for topic in topics.dropLast() {
+            #expect(responses.release(topic, isOnline: true).isEmpty)
+        }
+        #expect(responses.release(topics[count - 1], isOnline: true) == topics)
+        #expect(responses.ended.isEmpty)
+        #expect(responses.pendingCount == 0)
     }
 
     /// Requests beyond the limit are refused without using a spare; an ended one makes room. An Update takes two.

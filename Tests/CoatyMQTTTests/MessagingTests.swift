@@ -154,11 +154,15 @@ import Testing
         }
         for filter in [
             "", "a/#/b", "a/b#", "a+/b", "+a", "##", "a\u{0}", "a/\u{7F}", String(repeating: "f", count: 65_536),
+            "#/", "+#", "a/+#", "a/#+", "a/b+/c",
         ] {
             #expect(throws: MQTTError.invalidTopic(filter)) { try transport.subscribe(filter) }
             #expect(throws: MQTTError.invalidTopic(filter)) { try transport.unsubscribe(filter) }
         }
-        for filter in ["#", "+", "a/+/b", "+/+", "a/#", "/", "a//b", String(repeating: "f", count: 65_535)] {
+        for filter in [
+            "#", "+", "a/+/b", "+/+", "a/#", "/", "a//b", "/#", "+/", "/+/", "+/#",
+            String(repeating: "f", count: 65_535),
+        ] {
             #expect(throws: Never.self) { try transport.subscribe(filter) }
         }
     }
