@@ -21,9 +21,11 @@ import CoatyModel
 /// per response type, `maximumEnded` ended topics, and at most `maximumPending` requests in flight.
 struct ResponseSubscriptions {
     /// Topics subscribed ahead per response type (Resolve, Retrieve, Complete, Return) once one was requested.
-    static let spareCount = 16
-    /// Spares are subscribed, and ended topics given up, this many at a time.
-    static let batchSize = 8
+    static let spareCount = 32
+    /// Spares are subscribed, and ended topics given up, this many at a time: the request after which both go out
+    /// waits for them (its thread writes the two packets, the broker changes its tree), so one in `batchSize`
+    /// requests is slower; with 16, fewer than a tenth.
+    static let batchSize = 16
     /// Ended topics are given up as their requests end once this many wait for a next request.
     static let maximumEnded = 4 * batchSize
 

@@ -146,8 +146,10 @@ import Testing
 
     /// A request's responses end when the consumer stops, when the timeout passes and when the manager stops. Its
     /// response topic is subscribed before it is published (the first request's together with the spares of later
-    /// ones, in one SUBSCRIBE), and the topics of ended requests are given up eight at a time, in one UNSUBSCRIBE.
+    /// ones, in one SUBSCRIBE), and the topics of ended requests are given up sixteen at a time, in one UNSUBSCRIBE
+    /// after the next request's PUBLISH.
     @Test func responseStreamsEndOnCancellationTimeoutAndStopAndTopicsAreGivenUpInBatches() async throws {
+        let batch = 16
         let broker = try await TestBroker.started()
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
         let agent = scenarios.agent("requester")
@@ -168,32 +170,37 @@ import Testing
         let timed = Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(300)))
         try await timed.waitFinished()
         #expect(timed.elements.isEmpty)
-        // Not given up yet: a batch is eight.
-        #expect(!broker.logText.contains("\(client) coaty/3/-/RSV/+/\(first)\n"))
-        for _ in 0..<6 {
+        for _ in 0..<(batch - 2) {
             try await Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(20))).waitFinished()
         }
-        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 8 }
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == batch }
         let ended = discoverCorrelationIds(of: agent, in: broker)
+        #expect(Set(ended).count == batch)
+        // A batch has ended; it waits for the next request.
+        let open = Recorder(agent.publishDiscover(.coreTypes([.task])))
+        try await poll { discoverCorrelationIds(of: agent, in: broker).count == batch + 1 }
         for correlationId in ended {
             try await broker.waitForLog(containing: "\(client) coaty/3/-/RSV/+/\(correlationId)\n")
         }
-        #expect(Set(ended).count == 8)
         #expect(count("Received UNSUBSCRIBE from \(client)\n") == unsubscribesBefore + 1)
-        #expect(count("Received SUBSCRIBE from \(client)\n") == subscribesBefore + 1)
+        // The spares' refill goes out with it.
+        #expect(count("Received SUBSCRIBE from \(client)\n") == subscribesBefore + 2)
         for correlationId in ended {
             #expect(count("\(client) 0 coaty/3/-/RSV/+/\(correlationId)\n") == 1)
         }
+        let log = broker.logText
+        let openCorrelationId = discoverCorrelationIds(of: agent, in: broker)[batch]
+        let openPublished = try #require(log.range(of: "DSC/\(agent.identity.objectId)/\(openCorrelationId)'"))
+        let givenUp = try #require(log.range(of: "Received UNSUBSCRIBE from \(client)\n", options: .backwards))
+        #expect(openPublished.lowerBound < givenUp.lowerBound)
 
-        let open = Recorder(agent.publishDiscover(.coreTypes([.task])))
-        try await poll { discoverCorrelationIds(of: agent, in: broker).count == 9 }
         await agent.stop()
         try await open.waitFinished()
         try await broker.stop()
     }
 
     /// Response topics subscribed ahead are renewed with every reconnect: a Call made after the broker came back
-    /// takes one and gets its Return. Many calls in a row cost a SUBSCRIBE and an UNSUBSCRIBE per eight calls.
+    /// takes one and gets its Return. Many calls in a row cost a SUBSCRIBE and an UNSUBSCRIBE per sixteen calls.
     @Test func callsAfterAReconnectUseTheRenewedResponseTopics() async throws {
         let broker = try await TestBroker.started()
         let scenarios = CommunicationScenarios(port: broker.port) { () throws(MQTTError) in try MosquittoTransport() }
