@@ -47,16 +47,17 @@ struct ResponseSubscriptions {
     }
 
     let maximumPending: Int
-    private let makeCorrelationId: () -> String
+    /// Makes that many fresh correlation ids.
+    private let makeCorrelationIds: (Int) -> [String]
     /// Correlation ids whose topics are subscribed and unused, per response type.
     private var spares: [CoatyEventType: [Spare]] = [:]
     /// Topics of ended requests, still subscribed.
     private(set) var ended: [String] = []
     private(set) var pendingCount = 0
 
-    init(maximumPending: Int, makeCorrelationId: @escaping () -> String = { CoatyUUID.random() }) {
+    init(maximumPending: Int, makeCorrelationIds: @escaping (Int) -> [String] = { CoatyUUID.random(count: $0) }) {
         self.maximumPending = maximumPending
-        self.makeCorrelationId = makeCorrelationId
+        self.makeCorrelationIds = makeCorrelationIds
     }
 
     func spareCount(of responseType: CoatyEventType) -> Int { spares[responseType]?.count ?? 0 }
@@ -76,7 +77,7 @@ struct ResponseSubscriptions {
                 taken.correlationIds.append(spare.correlationId)
                 taken.topicFilters.append(spare.topicFilter)
             } else {
-                let fresh = makeCorrelationId()
+                let fresh = makeCorrelationIds(1)[0]
                 let topicFilter = filter(fresh)
                 taken.correlationIds.append(fresh)
                 taken.topicFilters.append(topicFilter)
@@ -84,9 +85,8 @@ struct ResponseSubscriptions {
             }
         }
         if available.count <= Self.spareCount - Self.batchSize {
-            let fresh = (available.count..<Self.spareCount).map { _ in
-                let correlationId = makeCorrelationId()
-                return Spare(correlationId: correlationId, topicFilter: filter(correlationId))
+            let fresh = makeCorrelationIds(Self.spareCount - available.count).map { correlationId in
+                Spare(correlationId: correlationId, topicFilter: filter(correlationId))
             }
             // The first request of a type subscribes its own topic and the spares in one packet, ahead of it.
             if taken.subscribeBefore.isEmpty {

@@ -9,15 +9,15 @@ import Testing
     /// Correlation ids "c0", "c1", ... in the order they are made.
     final class Counter: @unchecked Sendable {
         var next = 0
-        func make() -> String {
-            defer { next += 1 }
-            return "c\(next)"
+        func make(_ count: Int) -> [String] {
+            defer { next += count }
+            return (next..<(next + count)).map { "c\($0)" }
         }
     }
 
     func pool(maximumPending: Int = 100) -> (ResponseSubscriptions, Counter) {
         let counter = Counter()
-        return (ResponseSubscriptions(maximumPending: maximumPending, makeCorrelationId: counter.make), counter)
+        return (ResponseSubscriptions(maximumPending: maximumPending, makeCorrelationIds: counter.make), counter)
     }
 
     func filter(_ correlationId: String) -> String { "coaty/3/-/RTN/+/\(correlationId)" }

@@ -236,6 +236,28 @@ import Testing
         #expect(!CoatyUUID.isVersion4("5f0c1a52-3f4b-4d7e-7a51-2c0e8b7d9a10"))
     }
 
+    /// Ids made in a batch (a requester's spare correlation ids) are version 4 UUIDs as single ones are, all distinct,
+    /// with every random digit varying across the batch and its position.
+    @Test func uuidsMadeInBatchesAreVersion4AndDistinct() {
+        #expect(CoatyUUID.random(count: 0).isEmpty)
+        var seen = Set<String>()
+        for _ in 0..<50 {
+            let batch = CoatyUUID.random(count: 20)
+            #expect(batch.count == 20)
+            for id in batch {
+                #expect(CoatyUUID.isVersion4(id))
+                #expect(id == id.lowercased())
+            }
+            seen.formUnion(batch)
+        }
+        #expect(seen.count == 1000)
+        let fixed: Set<Int> = [8, 13, 14, 18, 23]
+        for position in 0..<36 where !fixed.contains(position) {
+            let digits = Set(seen.map { Array($0.utf8)[position] })
+            #expect(digits.count > (position == 19 ? 1 : 4), "digit \(position): \(digits.count) values")
+        }
+    }
+
     @Test func logDateIsLocalISOWithOffsetAndMilliseconds() {
         let text = CoatyTimestamp.localISOString(milliseconds: 1_620_050_531_123)
         #expect(text.count == 29)

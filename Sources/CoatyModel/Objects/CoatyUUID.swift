@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Object ids and correlation ids: RFC 4122 version 4 UUIDs in lowercase canonical form on the wire.
 ///
 /// Ids are carried as strings because Coaty JS accepts any non-empty string as an object id; CoatySwift narrowed
@@ -9,6 +15,34 @@ public enum CoatyUUID {
         var generator = SystemRandomNumberGenerator()
         let halves = (generator.next(), generator.next())
         return withUnsafeBytes(of: halves) { canonical(Array($0)) }
+    }
+
+    /// `count` ids from one read of the system's random source, rather than two getrandom() calls each: a requester
+    /// makes the correlation ids of its spare response topics a batch at a time, between a request and its response.
+    /// Falls back to `random()` where the source cannot be read.
+    public static func random(count: Int) -> [String] {
+        guard count > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: 16 * count)
+        guard randomSource >= 0, bytes.withUnsafeMutableBytes({ fill($0, from: randomSource) }) else {
+            return (0..<count).map { _ in random() }
+        }
+        return (0..<count).map { index in canonical(Array(bytes[(16 * index)..<(16 * index + 16)])) }
+    }
+
+    /// `/dev/urandom`, opened once (close-on-exec) when ids are first made in batches; -1 if it cannot be opened.
+    private static let randomSource = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+
+    /// Fills `buffer` from `descriptor`; false on an error or the end of the file.
+    private static func fill(_ buffer: UnsafeMutableRawBufferPointer, from descriptor: Int32) -> Bool {
+        guard let base = buffer.baseAddress else { return true }
+        var filled = 0
+        while filled < buffer.count {
+            let count = read(descriptor, base + filled, buffer.count - filled)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            filled += count
+        }
+        return true
     }
 
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> String {
