@@ -918,19 +918,21 @@ public final class CommunicationManager: Sendable {
         }
     }
 
+    /// `rebuildIoRoute` for every route: those delivered to now and those that have monitors or own actors.
     private func rebuildIoRoutes(in state: inout State) {
-        var routes: [String: IoRouteDelivery] = [:]
-        for (route, monitors) in state.routeMonitors {
-            routes[route] = IoRouteDelivery(monitors: Array(monitors.values))
+        let gone = state.ioRoutes.keys.filter {
+            state.routeMonitors[$0] == nil && state.routing.actorsByRoute[$0] == nil
         }
-        for (route, actorIds) in state.routing.actorsByRoute {
-            routes[route, default: IoRouteDelivery()].receivers = receivers(of: actorIds.keys, in: state)
+        for route in gone { rebuildIoRoute(route, in: &state) }
+        for route in state.routeMonitors.keys { rebuildIoRoute(route, in: &state) }
+        for route in state.routing.actorsByRoute.keys where state.routeMonitors[route] == nil {
+            rebuildIoRoute(route, in: &state)
         }
-        state.ioRoutes = routes
     }
 
-    /// `rebuildIoRoutes` for the one route whose monitors changed: a monitor of every route (`observe` of a large
-    /// fleet) comes and goes without rebuilding all of them, which made starting and stopping it quadratic.
+    /// The delivery of one route, from `routing`, `ioValueReceivers` and `routeMonitors`; alone for the one route whose
+    /// monitors changed: a monitor of every route (`observe` of a large fleet) comes and goes without rebuilding all
+    /// of them, which made starting and stopping it quadratic.
     private func rebuildIoRoute(_ route: String, in state: inout State) {
         let monitors = state.routeMonitors[route].map { Array($0.values) } ?? []
         var receivers: [IoRouteReceiver]?
