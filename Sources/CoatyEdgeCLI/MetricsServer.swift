@@ -1,4 +1,5 @@
 import CoatyRuntime
+import DetachedThread
 import Logging
 import Metrics
 import Prometheus
@@ -247,7 +248,7 @@ public struct MetricsService: Service {
         let server = self.server
         let failure = await withTaskCancellationOrGracefulShutdownHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<MetricsServerError?, Never>) in
-                startThread {
+                let serving: @Sendable () -> Void = {
                     do throws(MetricsServerError) {
                         try server.serve()
                         finished.resume(returning: nil)
@@ -255,6 +256,8 @@ public struct MetricsService: Service {
                         finished.resume(returning: error)
                     }
                 }
+                // No thread to be had: serve on this one rather than not at all.
+                if startDetachedThread(serving) != 0 { serving() }
             }
         } onCancelOrGracefulShutdown: {
             server.stop()
