@@ -48,8 +48,8 @@ package struct SensorPollLoop: Sendable {
         self.coalescing = coalescing
     }
 
-    /// A twentieth of the shortest interval, from 1 ms to 5 ms: each wake-up of the loop costs a timer, a thread
-    /// wake-up and two context switches, more than a read and its publication, so the loop wakes at most about
+    /// A twentieth of the shortest interval, from 1 ms to 5 ms: each wake-up of the loop costs a thread wake-up, two
+    /// context switches and a TCP segment, more than a read and its publication, so the loop wakes at most about
     /// 200 times a second, however many sensors are due (1000 zones every 100 ms: 50 reads a wake-up, not 10),
     /// and a read happens at most 5 % of its interval early (its schedule does not drift by it).
     package static func defaultCoalescing(for entries: [Entry]) -> Duration {

@@ -228,6 +228,29 @@ private func run(
         #expect(often.threadNames.count == reads)
     }
 
+    /// What a hung I2C transfer does to the cooperative threads (it blocks the one it runs on), tasks here do to all
+    /// of them at once: the loop's thread goes on reading meanwhile, and it is these reads that let the tasks go. On
+    /// the cooperative pool, the loop could not have read until they gave up.
+    @Test(.timeLimit(.minutes(1)))
+    func theLoopReadsWhileEveryCooperativeThreadIsBlocked() async throws {
+        let width = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+        let blockers = BlockedThreads(count: width)
+        let sensor = ThreadRecordingSensor { blockers.readWhileAllBlocked() }
+        let loop = SensorPollLoop(
+            [.init(sensor: sensor, interval: .milliseconds(10), backoff: backoff, pipelines: [:])])
+        let polling = Task { await loop.runOnPollThread { _, _ in } }
+        try await waitUntil("the first read", timeout: .seconds(30)) { !sensor.threadNames.isEmpty }
+        // As many tasks as the pool has threads, each holding its thread in a blocking wait.
+        let released = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<width { group.addTask { blockers.block() } }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        polling.cancel()
+        await polling.value
+        #expect(released, "the tasks gave up after 20 s: the loop did not read while they held every thread")
+        #expect(blockers.readsWhileAllBlocked >= 3)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aLoopCancelledBeforeItsThreadStartsReturnsWithoutReading() async {
         let sensor = ThreadRecordingSensor()
@@ -243,15 +266,56 @@ private func run(
     }
 }
 
+/// Tasks that hold their threads in a blocking wait until the reads made while all of them waited let them go.
+private final class BlockedThreads: Sendable {
+    private let count: Int
+    /// Tasks waiting now, reads while all of them waited, and whether they were let go.
+    private let state = Mutex<(blocked: Int, reads: Int, isReleased: Bool)>((0, 0, false))
+
+    init(count: Int) {
+        self.count = count
+    }
+
+    var readsWhileAllBlocked: Int { state.withLock { $0.reads } }
+
+    /// Blocks the calling thread until released (true) or for 20 s (false).
+    func block() -> Bool {
+        state.withLock { $0.blocked += 1 }
+        defer { state.withLock { $0.blocked -= 1 } }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while clock.now < deadline {
+            if state.withLock({ $0.isReleased }) { return true }
+            usleep(1000)
+        }
+        return false
+    }
+
+    /// Counts a read if every task is blocked now; the third such read releases them.
+    func readWhileAllBlocked() {
+        state.withLock { state in
+            guard state.blocked == count else { return }
+            state.reads += 1
+            if state.reads >= 3 { state.isReleased = true }
+        }
+    }
+}
+
 /// A sensor that answers 20 °C and records the name of the thread each read ran on.
 private final class ThreadRecordingSensor: ImmediateSensor {
     let label = "thread recording"
     let quantities: [Quantity] = [.temperature]
     private let names = Mutex<[String]>([])
+    private let onRead: @Sendable () -> Void
+
+    init(onRead: @escaping @Sendable () -> Void = {}) {
+        self.onRead = onRead
+    }
 
     var threadNames: [String] { names.withLock { $0 } }
 
     func readImmediately() throws(SensorError) -> [Measurement] {
+        onRead()
         names.withLock { $0.append(Self.currentThreadName()) }
         return [Measurement(.temperature, 20)]
     }
