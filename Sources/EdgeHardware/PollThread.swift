@@ -1,3 +1,5 @@
+import DetachedThread
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -48,28 +50,17 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
         let thread = PollThread()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let start = Unmanaged.passRetained(
-                    Start {
-                        Self.nameThisThread("sensor polls")
-                        body(thread)
-                        continuation.resume()
-                    }
-                ).toOpaque()
-                var handle = pthread_t()
-                let result = pthread_create(
-                    &handle, nil,
-                    { start in
-                        guard let start else { return nil }
-                        Unmanaged<Start>.fromOpaque(start).takeRetainedValue().body()
-                        return nil
-                    }, start)
-                if result == 0 {
-                    pthread_detach(handle)
-                } else {
-                    // No thread to be had (the process is at its limit): polling holds this cooperative thread
-                    // rather than stopping.
-                    Unmanaged<Start>.fromOpaque(start).takeRetainedValue().body()
+                let poll: @Sendable () -> Void = {
+                    body(thread)
+                    continuation.resume()
                 }
+                let started = startDetachedThread {
+                    Self.nameThisThread("sensor polls")
+                    poll()
+                }
+                // No thread to be had (the process is at its limit): polling holds this cooperative thread rather
+                // than stopping.
+                if started != 0 { poll() }
             }
         } onCancel: {
             thread.stop()
@@ -106,11 +97,6 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
         guard file >= 0 else { return }
         defer { close(file) }
         _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
-    }
-
-    private final class Start {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
     }
 
     private static func monotonicNow() -> Duration {

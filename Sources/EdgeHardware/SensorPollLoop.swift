@@ -1,3 +1,5 @@
+import ElapsedTime
+
 /// Polls many sensors on one thread: `run` sleeps until the earliest due read, reads every sensor due then (and within
 /// `coalescing` after it) one after the other, and hands the events to its caller there, without a task, a
 /// continuation or a thread hop per sensor or per value. A thousand sensors cost one thread, one timer and the
@@ -78,23 +80,24 @@ package struct SensorPollLoop: Sendable {
         _ deliver: (_ sensor: Int, _ event: SensorEvent) -> Void
     ) {
         guard !entries.isEmpty else { return }
-        // The schedules and the queue count time from the start as a plain `Duration` (a `LoopInstant`), as the
+        // The schedules and the queue count time from the start as a plain `Duration` (an `ElapsedInstant`), as the
         // timer does.
         var schedules = entries.map { entry in
             SensorSchedule(
-                interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines, start: LoopInstant(.zero),
+                interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines,
+                start: ElapsedInstant(.zero),
                 phase: entry.phase)
         }
         let sensors = entries.map(\.sensor)
-        var queue = DeadlineHeap<LoopInstant, Int>()
+        var queue = DeadlineHeap<ElapsedInstant, Int>()
         queue.reserveCapacity(schedules.count)
         for index in schedules.indices { queue.insert(index, dueAt: schedules[index].due) }
         var due: [Int] = []
         var events: [(sensor: Int, event: SensorEvent)] = []
-        func now() -> LoopInstant { LoopInstant(timer.now()) }
+        func now() -> ElapsedInstant { ElapsedInstant(timer.now()) }
         while let earliest = queue.earliest {
             // Behind schedule (or due within `coalescing`), the timer only says whether to go on.
-            let wakeUp = now().advanced(by: coalescing) < earliest ? earliest.sinceStart : .zero
+            let wakeUp = now().advanced(by: coalescing) < earliest ? earliest.sinceOrigin : .zero
             guard timer.wait(until: wakeUp) else { return }
             // Taken out before any is read: a sensor due again at once (a late schedule, a short backoff) waits for
             // the next turn instead of being read again and again in this one.
@@ -132,25 +135,4 @@ package protocol PollLoopTimer {
     /// Blocks the calling thread until `deadline` (the time since the start; at once when it has passed); false when
     /// the loop is to stop instead.
     func wait(until deadline: Duration) -> Bool
-}
-
-/// An instant of `SensorPollLoop.run`: the time since it started.
-struct LoopInstant: InstantProtocol {
-    var sinceStart: Duration
-
-    init(_ sinceStart: Duration) {
-        self.sinceStart = sinceStart
-    }
-
-    func advanced(by duration: Duration) -> LoopInstant {
-        LoopInstant(sinceStart + duration)
-    }
-
-    func duration(to other: LoopInstant) -> Duration {
-        other.sinceStart - sinceStart
-    }
-
-    static func < (lhs: LoopInstant, rhs: LoopInstant) -> Bool {
-        lhs.sinceStart < rhs.sinceStart
-    }
 }
