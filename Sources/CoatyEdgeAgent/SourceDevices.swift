@@ -69,11 +69,11 @@ final class SourceDevices: Sendable {
             + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
         rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
         // Sensors with the same interval are spread evenly over it. Those whose reads never wait (sysfs attributes)
-        // share one task; each of the others (chips with conversion times, 1-Wire) has a task of its own, and they
+        // share one thread; each of the others (chips with conversion times, 1-Wire) has a task of its own, and they
         // share one timer.
         let sensorCounts = Dictionary(devices.sensors.map { ($0.pollInterval, 1) }, uniquingKeysWith: +)
         var sensorIndices: [Duration: Int] = [:]
-        var together: [SensorPollLoop<ContinuousClock>.Entry] = []
+        var together: [SensorPollLoop.Entry] = []
         var togetherWirings: [SensorWiring] = []
         var alone: [(SensorDevice, any Sensor, Duration)] = []
         for device in devices.sensors {
@@ -82,7 +82,7 @@ final class SourceDevices: Sendable {
             let phase = PollScheduler<ContinuousClock>.phase(
                 of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
             let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
-            if sensor.readsWithoutWaiting {
+            if let sensor = sensor as? any ImmediateSensor {
                 together.append(
                     .init(
                         sensor: sensor, interval: device.pollInterval, backoff: device.retry,
@@ -97,7 +97,7 @@ final class SourceDevices: Sendable {
         await withDiscardingTaskGroup { [together, togetherWirings, alone] group in
             if !together.isEmpty {
                 group.addTask {
-                    await SensorPollLoop(together, clock: ContinuousClock()).run(
+                    await SensorPollLoop(together).runOnPollThread(
                         together: { delivery in self.sources.publishingTogether(delivery) }
                     ) { index, event in
                         self.handle(event, of: togetherWirings[index], logger: logger)

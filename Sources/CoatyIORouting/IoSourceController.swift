@@ -90,27 +90,9 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         let now = now
         let outcome = try state.withLock { state throws(CoatyError) -> Outcome? in
             guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
-            // Read once, and changed in place: every read through `values[index]` copies the whole entry, and
-            // copying it out and back cost as much as the rest of a publication.
-            let entry = state.sources.values[index]
-            switch value {
-            case .raw: guard entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            case .json: guard !entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
-            }
-            guard let manager = state.manager else { return nil }
-            let supersedes = entry.pipeline.hasPending
-            switch state.sources.values[index].pipeline.push(value, at: now) {
-            case .dropped:
-                state.sources.values[index].dropped += 1
-                return .dropped(manager)
-            case .publishNow(let value):
-                return .publish(entry.source, manager, value, entry.counters)
-            case .scheduled:
-                if entry.timer == nil {
-                    state.sources.values[index].timer = makeTimer(for: sourceId, generation: entry.timerGeneration)
-                }
-                return .scheduled(manager, entry.counters, supersedes: supersedes)
-            }
+            // The entry is handed on in place (`inout`): a read through `values[index]` copies the whole entry and
+            // retains every reference in it, which cost as much as the rest of a publication (perf at 1000 zones).
+            return try push(value, from: sourceId, at: now, manager: state.manager, into: &state.sources.values[index])
         }
         switch outcome {
         case nil:
@@ -126,6 +108,29 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             counters.published.increment()
             if try manager.publishIoValue(value, of: source) { counters.routed.increment() }
             return true
+        }
+    }
+
+    /// `publish` under the lock, on the source's entry.
+    private func push(
+        _ value: IoValue, from sourceId: String, at now: ElapsedInstant, manager: CommunicationManager?,
+        into entry: inout SourceEntry
+    ) throws(CoatyError) -> Outcome? {
+        switch value {
+        case .raw: guard entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+        case .json: guard !entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+        }
+        guard let manager else { return nil }
+        let supersedes = entry.pipeline.hasPending
+        switch entry.pipeline.push(value, at: now) {
+        case .dropped:
+            entry.dropped += 1
+            return .dropped(manager)
+        case .publishNow(let value):
+            return .publish(entry.source, manager, value, entry.counters)
+        case .scheduled:
+            if entry.timer == nil { entry.timer = makeTimer(for: sourceId, generation: entry.timerGeneration) }
+            return .scheduled(manager, entry.counters, supersedes: supersedes)
         }
     }
 

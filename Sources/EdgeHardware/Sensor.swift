@@ -68,13 +68,20 @@ public protocol Sensor: Sendable {
     /// Takes one reading of every quantity. A device that does not answer, answers wrongly or fails a check
     /// throws; it never returns a made-up number.
     func read() async throws(SensorError) -> [Measurement]
-    /// Whether `read()` returns without waiting (no conversion time, no other thread): a `pread` of a sysfs
-    /// attribute. Such sensors share one task (`SensorPollLoop`); the others are polled each in a task of its own.
-    var readsWithoutWaiting: Bool { get }
 }
 
-extension Sensor {
-    public var readsWithoutWaiting: Bool { false }
+/// A sensor whose read returns at once, on the calling thread, without waiting for anything (no conversion time, no
+/// bus shared with slow devices): a `pread` of a sysfs attribute, microseconds. Such sensors are all read on the one
+/// thread of a `SensorPollLoop`; the others are polled each by a `SensorPoller` of its own.
+public protocol ImmediateSensor: Sensor {
+    /// `read()`, on the calling thread.
+    func readImmediately() throws(SensorError) -> [Measurement]
+}
+
+extension ImmediateSensor {
+    public func read() async throws(SensorError) -> [Measurement] {
+        try readImmediately()
+    }
 }
 
 public enum SensorError: Error, Sendable, Hashable, CustomStringConvertible {

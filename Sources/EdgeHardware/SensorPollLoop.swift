@@ -1,22 +1,25 @@
 import ElapsedTime
 
-/// Polls many sensors in one task: `run` sleeps until the earliest due read, reads every sensor due then (and within
-/// `coalescing` after it) on its own thread, one after the other, and hands the events to its caller there, without a
-/// task, a continuation or a thread hop per sensor or per value. A thousand sensors cost one task, one timer and the
-/// `SensorSchedule` of each.
+/// Polls many sensors on one thread: `run` sleeps until the earliest due read, reads every sensor due then (and within
+/// `coalescing` after it) one after the other, and hands the events to its caller there, without a task, a
+/// continuation or a thread hop per sensor or per value. A thousand sensors cost one thread, one timer and the
+/// `SensorSchedule` of each. `runOnPollThread` runs it on a thread of its own that sleeps in the kernel until the next
+/// reads are due (`PollThread`): a wake-up is that one thread waking, with no timer to re-arm in libdispatch and no
+/// hop to the cooperative pool, and no task of the agent (nor a blocking I2C transfer holding a cooperative thread)
+/// can delay the reads.
 ///
-/// For sensors whose read never waits (`Sensor.readsWithoutWaiting`: a `pread` of a sysfs attribute, microseconds):
-/// a read that waited (a conversion time, a 1-Wire transaction of 750 ms) would hold back every other sensor's read,
-/// so such sensors keep a `SensorPoller` of their own.
+/// For sensors whose reads never wait (`ImmediateSensor`: a `pread` of a sysfs attribute, microseconds): a read that
+/// waited (a conversion time, a 1-Wire transaction of 750 ms) would hold back every other sensor's read, so such
+/// sensors keep a `SensorPoller` of their own.
 ///
 /// Each sensor keeps its phase: its reads are due at the start plus its phase and then every interval, as a
 /// `SensorSchedule` says; a read due within `coalescing` of a wake-up happens up to that much early, and its schedule
 /// advances from its own deadline, so it does not drift. A failing sensor is retried with its backoff and stalls no
 /// other.
-package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
+package struct SensorPollLoop: Sendable {
     /// One sensor to poll: its schedule starts when `run` starts.
     package struct Entry: Sendable {
-        package var sensor: any Sensor
+        package var sensor: any ImmediateSensor
         package var interval: Duration
         package var backoff: Backoff
         /// The pipelines of the quantities to publish; the sensor's other quantities are read and not published.
@@ -25,7 +28,7 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
         package var phase: Duration
 
         package init(
-            sensor: any Sensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline],
+            sensor: any ImmediateSensor, interval: Duration, backoff: Backoff, pipelines: [Quantity: ValuePipeline],
             phase: Duration = .zero
         ) {
             self.sensor = sensor
@@ -37,20 +40,18 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
     }
 
     package let entries: [Entry]
-    package let clock: C
     package let coalescing: Duration
 
     /// Needs `coalescing >= 0`; without one, `defaultCoalescing(for:)` of the entries.
-    package init(_ entries: [Entry], clock: C, coalescing: Duration? = nil) {
+    package init(_ entries: [Entry], coalescing: Duration? = nil) {
         let coalescing = coalescing ?? Self.defaultCoalescing(for: entries)
         precondition(coalescing >= .zero, "coalescing must not be negative")
         self.entries = entries
-        self.clock = clock
         self.coalescing = coalescing
     }
 
-    /// A twentieth of the shortest interval, from 1 ms to 5 ms: each wake-up of the loop costs a timer, a thread
-    /// wake-up and two context switches, more than a read and its publication, so the loop wakes at most about
+    /// A twentieth of the shortest interval, from 1 ms to 5 ms: each wake-up of the loop costs a thread wake-up, two
+    /// context switches and a TCP segment, more than a read and its publication, so the loop wakes at most about
     /// 200 times a second, however many sensors are due (1000 zones every 100 ms: 50 reads a wake-up, not 10),
     /// and a read happens at most 5 % of its interval early (its schedule does not drift by it).
     package static func defaultCoalescing(for entries: [Entry]) -> Duration {
@@ -58,19 +59,29 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
         return min(max(shortest / 20, .milliseconds(1)), .milliseconds(5))
     }
 
-    /// Polls until the task is cancelled, handing each event to `deliver` with the index of its sensor in `entries`,
-    /// in the order they happen. `deliver` runs in this task: what it does delays the next reads. The events of one
-    /// turn (the reads due at one wake-up) are delivered after its last read, and when there are several, inside
-    /// one call of `together`, so that what they publish can leave together (one TCP segment rather than one each).
-    package func run(
-        together: (_ delivery: () -> Void) -> Void = { $0() },
-        _ deliver: (_ sensor: Int, _ event: SensorEvent) -> Void
+    /// Polls on a thread of its own (`PollThread`) until the task is cancelled, and returns once that thread has
+    /// stopped; `together` and `deliver` run on that thread, as `run` says.
+    package func runOnPollThread(
+        together: @escaping @Sendable (_ delivery: () -> Void) -> Void = { $0() },
+        _ deliver: @escaping @Sendable (_ sensor: Int, _ event: SensorEvent) -> Void
     ) async {
         guard !entries.isEmpty else { return }
-        // The schedules and the queue count time from the start as a plain `Duration`: over `C.Instant` their code
-        // ran unspecialized (the agent's clock is known only in another module), and looking up generic metadata
-        // and copying through value witnesses cost more than the reads.
-        let start = clock.now
+        await PollThread.run { timer in run(timer: timer, together: together, deliver) }
+    }
+
+    /// Polls on the calling thread until `timer` says to stop, handing each event to `deliver` with the index of its
+    /// sensor in `entries`, in the order they happen. `deliver` runs on this thread: what it does delays the next
+    /// reads, and it must not block. The events of one turn (the reads due at one wake-up) are delivered after its
+    /// last read, and when there are several, inside one call of `together`, so that what they publish can leave
+    /// together (one TCP segment rather than one each).
+    package func run(
+        timer: some PollLoopTimer,
+        together: (_ delivery: () -> Void) -> Void = { $0() },
+        _ deliver: (_ sensor: Int, _ event: SensorEvent) -> Void
+    ) {
+        guard !entries.isEmpty else { return }
+        // The schedules and the queue count time from the start as a plain `Duration` (an `ElapsedInstant`), as the
+        // timer does.
         var schedules = entries.map { entry in
             SensorSchedule(
                 interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines,
@@ -83,17 +94,11 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
         for index in schedules.indices { queue.insert(index, dueAt: schedules[index].due) }
         var due: [Int] = []
         var events: [(sensor: Int, event: SensorEvent)] = []
-        func now() -> ElapsedInstant { ElapsedInstant(start.duration(to: clock.now)) }
-        while !Task.isCancelled {
-            guard let earliest = queue.earliest else { return }
-            if now().advanced(by: coalescing) < earliest {
-                do {
-                    try await clock.sleep(until: start.advanced(by: earliest.sinceOrigin), tolerance: nil)
-                } catch { return }
-            } else {
-                // Behind schedule: the reads do not wait, so without this the loop would hold its thread for good.
-                await Task.yield()
-            }
+        func now() -> ElapsedInstant { ElapsedInstant(timer.now()) }
+        while let earliest = queue.earliest {
+            // Behind schedule (or due within `coalescing`), the timer only says whether to go on.
+            let wakeUp = now().advanced(by: coalescing) < earliest ? earliest.sinceOrigin : .zero
+            guard timer.wait(until: wakeUp) else { return }
             // Taken out before any is read: a sensor due again at once (a late schedule, a short backoff) waits for
             // the next turn instead of being read again and again in this one.
             let limit = now().advanced(by: coalescing)
@@ -103,7 +108,7 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
                 let sensor = sensors[index]
                 let result: Result<[Measurement], SensorError>
                 do {
-                    result = .success(try await sensor.read())
+                    result = .success(try sensor.readImmediately())
                 } catch {
                     result = .failure(error)
                 }
@@ -121,4 +126,13 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
             events.removeAll(keepingCapacity: true)
         }
     }
+}
+
+/// What `SensorPollLoop.run` keeps time and waits with: `PollThread`, or a test's virtual clock.
+package protocol PollLoopTimer {
+    /// The time since the loop started.
+    func now() -> Duration
+    /// Blocks the calling thread until `deadline` (the time since the start; at once when it has passed); false when
+    /// the loop is to stop instead.
+    func wait(until deadline: Duration) -> Bool
 }

@@ -1,6 +1,6 @@
 /// A kernel thermal zone, `<sysfsRoot>/class/thermal/thermal_zoneN`: on a Raspberry Pi, zone 0 is the SoC
 /// (`cpu-thermal`).
-public struct ThermalZone: Sensor {
+public struct ThermalZone: ImmediateSensor {
     public let zone: Int
     /// What the kernel calls the zone (its `type` attribute), or nil when it does not say.
     public let type: String?
@@ -27,11 +27,9 @@ public struct ThermalZone: Sensor {
 
     public var quantities: [Quantity] { [.temperature] }
 
-    public var readsWithoutWaiting: Bool { true }
-
     /// Reads on the calling thread: the kernel answers a thermal zone's `temp` from the driver's last conversion or
     /// a register read, in microseconds, so a hop to another thread would cost more than the read.
-    public func read() async throws(SensorError) -> [Measurement] {
+    public func readImmediately() throws(SensorError) -> [Measurement] {
         [try Self.temperatureRange.measurement(Double(try temperature.integer()) / 1000)]
     }
 

@@ -31,8 +31,9 @@ final class VirtualClock: Clock {
 }
 
 /// A sensor that answers each read with the next scripted result, records when it was read, and cancels the
-/// reading task once the script is used up, which ends the poller's sequence.
-final class ScriptedSensor: Sensor {
+/// reading task once the script is used up, which ends the poller's sequence (and a `SensorPollLoop`'s run on a
+/// virtual clock).
+final class ScriptedSensor: ImmediateSensor {
     enum Step {
         case measure([Measurement])
         case fail(SensorError)
@@ -60,7 +61,7 @@ final class ScriptedSensor: Sensor {
         onRead.withLock { $0 = probe }
     }
 
-    func read() async throws(SensorError) -> [Measurement] {
+    func readImmediately() throws(SensorError) -> [Measurement] {
         onRead.withLock { $0 }?()
         let now = clock.now
         let step: Step? = state.withLock { state in
