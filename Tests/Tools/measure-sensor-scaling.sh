@@ -7,7 +7,10 @@
 #   threads, VmRSS and RssAnon of the source agent 30 s after its start
 #   load       the machine's 1-minute load average at the end of the run (other work on the machine skews figures)
 # With several binaries, each count runs them one after the other (paired), so that they see the same machine load;
-# `ROUNDS` repeats the whole set. mqtt-io is not measured here (not installed on the project's machines).
+# `ROUNDS` repeats the whole set. Each binary is dropped from the page cache before its run, so that it is read from
+# the disk as after a boot: how a file came into the cache decides how much of it a fault maps (a freshly copied binary
+# sits in large folios that are mapped whole, about 2 MiB more VmRSS), which would favour one binary of a pair.
+# mqtt-io is not measured here (not installed on the project's machines).
 # Usage: Tests/Tools/measure-sensor-scaling.sh [BINARY...]   (default: the release build of this checkout)
 #   COUNTS="1 100 1000" ROUNDS=1 INTERVAL=100ms SETTLE=30 WINDOW=20 (seconds). Needs mosquitto, curl, python3.
 set -euo pipefail
@@ -47,9 +50,15 @@ received() {
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{sum += $1} END {print sum + 0}'; }
 status_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 
+# Drops a file's pages from the page cache (those of a file that no process maps).
+evict() {
+    python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
 measure() {  # BINARY COUNT -> one result line
     local binary=$1 count=$2
     write_thermal_source "$count" "$interval"
+    evict "$binary"
     rm -f "$work/first"
     mosquitto_sub -h 127.0.0.1 -p "$port" -t 'coaty/3/+/IOV/#' -C 1 -F '%U' >"$work/first" &
     local subscriber=$!
@@ -92,7 +101,9 @@ PY
     sleep 1  # the router forgets the stopped agent
 }
 
-"${binaries[0]}" run --config "$work/router.json" "${run_flags[@]}" &
+# The router agent runs a copy of the first binary: the measured file must be mapped by nobody when it is evicted.
+cp "${binaries[0]}" "$work/router-agent"
+"$work/router-agent" run --config "$work/router.json" "${run_flags[@]}" &
 pids+=($!)
 sleep 2
 
