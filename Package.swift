@@ -74,8 +74,9 @@ let package = Package(
         // Communication.
         .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
         // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
-        // No pkgConfig: avahi-client's only flag is -D_REENTRANT, which SwiftPM refuses with a warning; the module map links.
-        .systemLibrary(name: "CAvahi"),
+        // libavahi-client is loaded with dlopen at the first browse, so that an agent with a broker URL does not map it
+        // and the libraries it pulls in (D-Bus, libsystemd, gcrypt, compressors: about 1 MiB); its headers only build.
+        .target(name: "CAvahi", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CoatyBrokerDiscovery", dependencies: ["CAvahi", "CoatyMQTT"]),
         .target(
             name: "CoatyCommunication",

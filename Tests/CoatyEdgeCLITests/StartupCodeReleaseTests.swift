@@ -11,7 +11,7 @@ import Testing
     /// Kilobytes resident of the main program's mappings that are not writable, from /proc/self/smaps.
     static func residentReadOnlyProgramKiB() throws -> Int {
         let program = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let smaps = try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8)
+        let smaps = try procFile("/proc/self/smaps")
         var total = 0
         var counting = false
         for line in smaps.split(separator: "\n") {
@@ -66,4 +66,11 @@ import Testing
         for agent in [sourceAgent, actorAgent, routerAgent] { try await agent.stop() }
         try await broker.stop()
     }
+}
+
+/// The whole text of a file of /proc (whose size reads as 0, so it is read to its end).
+func procFile(_ path: String) throws -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileReadNoSuchFile) }
+    defer { try? handle.close() }
+    return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
 }
