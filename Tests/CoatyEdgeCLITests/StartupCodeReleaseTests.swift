@@ -5,7 +5,7 @@ import Testing
 
 @testable import CoatyEdgeCLI
 
-/// `coaty-edge run` unmaps the program's read-only pages a few seconds after it came online, so that the code only
+/// `coaty-edge run` unmaps the read-only pages of the program and its libraries a few seconds after it came online, so that the code only
 /// starting up ran does not stay resident; the code it runs afterwards comes back on first use.
 @Suite(.serialized) struct StartupCodeReleaseTests {
     /// Kilobytes resident of the main program's mappings that are not writable, from /proc/self/smaps.
@@ -33,7 +33,7 @@ import Testing
         let before = try Self.residentReadOnlyProgramKiB()
         #expect(before > 0, "the test program's code is resident while it runs")
         let line = StartupCodeRelease.release()
-        #expect(line.hasPrefix("unmapped the program's read-only pages"), "\(line)")
+        #expect(line.hasPrefix("unmapped the read-only pages of the program and its libraries"), "\(line)")
         // This process goes on running (the rest of this test is code of the program), with less of it resident.
         let after = try Self.residentReadOnlyProgramKiB()
         #expect(after < before, "resident read-only pages of the program: \(before) KiB before, \(after) KiB after")
@@ -55,7 +55,8 @@ import Testing
             "run", "--config", try scratch.write(source, to: "source.json").path, "--log-level", "debug",
         ])
         try await sourceAgent.line(
-            containing: "unmapped the program's read-only pages", onErrors: true, within: .seconds(60))
+            containing: "unmapped the read-only pages of the program and its libraries", onErrors: true,
+            within: .seconds(60))
         // Values keep coming from the source after its release (read, published, routed: code that comes back).
         let received = RouterCensusTests.count("Display received", in: actorAgent.errors)
         try await waitUntil("fresh values at the actor", within: .seconds(30)) {
