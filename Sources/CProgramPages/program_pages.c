@@ -44,9 +44,10 @@ static int unmap_object(struct dl_phdr_info *info, size_t size, void *data) {
         uintptr_t start = (info->dlpi_addr + header->p_vaddr + page - 1) & ~(page - 1);
         uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_filesz) & ~(page - 1);
         if (end <= start) continue;
+        // A segment the kernel refuses (a sealed mapping: EPERM) stays as it is; the others are still advised.
         if (madvise((void *)start, end - start, MADV_DONTNEED) != 0) {
-            unmapping->error = errno;
-            return 1;
+            if (unmapping->error == 0) unmapping->error = errno;
+            continue;
         }
         unmapping->advised += end - start;
     }

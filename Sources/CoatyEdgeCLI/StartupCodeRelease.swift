@@ -38,7 +38,8 @@ struct StartupCodeRelease: Service {
     static func release() -> String {
         var advised = 0
         guard coaty_program_unmap_read_only_segments(&advised) == 0 else {
-            return "cannot unmap the start-up pages: \(String(cString: strerror(errno)))"
+            return
+                "cannot unmap some start-up pages: \(String(cString: strerror(errno))) (\(advised / 1024) KiB unmapped)"
         }
         return
             "unmapped the read-only pages of the program and its libraries (\(advised / 1024) KiB) once started; "

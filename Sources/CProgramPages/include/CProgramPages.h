@@ -9,7 +9,8 @@
 /// symbol and unwind tables) with madvise(MADV_DONTNEED), so that only the pages used afterwards come back, each on its
 /// first use as a minor fault from the page cache. The segments are file pages never written (the loader writes only
 /// the writable ones, which stay as they are; objects with text relocations and the vDSO are left alone): nothing is
-/// lost. Returns 0 and the bytes advised in *advised, or -1 with errno set by madvise.
+/// lost. Returns 0 and the bytes advised in *advised, or -1 with errno set by the first madvise that failed (the other
+/// segments are advised all the same, and counted in *advised).
 int coaty_program_unmap_read_only_segments(size_t *advised);
 
 #endif
