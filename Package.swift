@@ -3,6 +3,7 @@ import PackageDescription
 
 // Layers, each depending only on the ones above it:
 //   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
+//   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
@@ -66,6 +67,10 @@ let package = Package(
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
+        // The instant type of the timelines that loops and controllers count from their own start over any clock.
+        .target(name: "ElapsedTime"),
+        // A detached thread for calls that block, which must not hold one of the concurrency pool's threads.
+        .target(name: "DetachedThread"),
         // Coaty objects, events, topics and filters.
         .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),
         // Reading the files an operator names (configuration, rules, passwords): regular files only, up to a limit.
@@ -100,18 +105,20 @@ let package = Package(
 
         // Routing rules as JSON files: a JsonLogic engine, the rule file format, loading and hot reload.
         .target(name: "JsonLogic", dependencies: ["CoatyJSON"]),
-        .target(name: "RoutingRules", dependencies: ["CoatyFiles", "CoatyJSON", "CoatyModel", "JsonLogic"]),
+        .target(
+            name: "RoutingRules",
+            dependencies: ["CoatyFiles", "CoatyJSON", "CoatyModel", "DetachedThread", "JsonLogic"]),
 
         // IO routing: source and actor controllers, backpressure, routers and rules.
         .target(
             name: "CoatyIORouting",
             dependencies: [
-                "CoatyRuntime", "CoatySharedObjects", "RoutingRules",
+                "CoatyRuntime", "CoatySharedObjects", "ElapsedTime", "RoutingRules",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD"]),
+        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD", "DetachedThread", "ElapsedTime"]),
         // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
         // the real driver code runs without hardware (tests, demo).
         // libumockdev is loaded when an emulation starts (dlopen), so that an agent on real hardware does not map it.
@@ -124,7 +131,8 @@ let package = Package(
         .executableTarget(
             name: "coaty-edge-bench",
             dependencies: [
-                "CMosquitto", "CoatyIORouting", "ProcessSpawning", .product(name: "Logging", package: "swift-log"),
+                "CMosquitto", "CoatyIORouting", "DetachedThread", "ProcessSpawning",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // The agent's points on plain MQTT topics and in Home Assistant (MQTT discovery), on a connection of its own.
@@ -150,7 +158,7 @@ let package = Package(
             name: "CoatyEdgeCLI",
             dependencies: [
                 "CBuildInfo", "CoatyBrokerDiscovery", "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects",
-                "CProgramPages",
+                "CProgramPages", "DetachedThread",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -112,10 +112,8 @@ public final class CommunicationManager: Sendable {
         var isOnline = false
         var ioNodes: [IoNode] = []
         var routing: IoRoutingTable
-        /// Topic filters with the number of observers that need each and when each was first made: a dictionary,
-        /// since observers come and go one by one (an `observe` of 10,000 routes ends them all at once).
-        var subscriptions: [String: (count: Int, order: Int)] = [:]
-        var nextSubscriptionOrder = 0
+        /// Topic filters with the number of observers that need each, renewed in the order they were first made.
+        var subscriptions = SubscriptionList()
         var queue: PublicationQueue
         var isDraining = false
         /// Set when `stop` queues the Deadvertise: nothing is published after it, so publications are dropped.
@@ -156,11 +154,6 @@ public final class CommunicationManager: Sendable {
         mutating func makeObserverId() -> Int {
             defer { nextObserverId += 1 }
             return nextObserverId
-        }
-
-        /// The subscribed filters in the order they were first made: renewed so on a reconnect.
-        func subscriptionOrder() -> [String] {
-            subscriptions.sorted { $0.value.order < $1.value.order }.map(\.key)
         }
     }
 
@@ -445,7 +438,7 @@ public final class CommunicationManager: Sendable {
             // advertised itself.
             state.withLock { state in
                 state.isOnline = true
-                for filter in state.subscriptionOrder() {
+                for filter in state.subscriptions {
                     do {
                         try transport.subscribe(filter)
                     } catch {
@@ -663,16 +656,7 @@ public final class CommunicationManager: Sendable {
 
     /// Counts a need for each filter; those needed for the first time are subscribed together (one packet).
     func addSubscriptions(_ filters: [String], in state: inout State) {
-        var new: [String] = []
-        for filter in filters {
-            if state.subscriptions[filter] != nil {
-                state.subscriptions[filter]?.count += 1
-            } else {
-                state.subscriptions[filter] = (1, state.nextSubscriptionOrder)
-                state.nextSubscriptionOrder += 1
-                new.append(filter)
-            }
-        }
+        let new = state.subscriptions.add(filters)
         guard !new.isEmpty else { return }
         if state.isOnline, let transport = state.transport {
             do {
@@ -689,21 +673,11 @@ public final class CommunicationManager: Sendable {
 
     /// Takes back a need for each filter; those no longer needed are unsubscribed together (one packet).
     func removeSubscriptions(_ filters: [String], in state: inout State) {
-        var gone: [(filter: String, order: Int)] = []
-        for filter in filters {
-            guard let subscription = state.subscriptions[filter] else { continue }
-            if subscription.count > 1 {
-                state.subscriptions[filter]?.count -= 1
-            } else {
-                state.subscriptions[filter] = nil
-                gone.append((filter, subscription.order))
-            }
-        }
+        let gone = state.subscriptions.remove(filters)
         guard !gone.isEmpty else { return }
-        let order = gone.sorted { $0.order < $1.order }.map(\.filter)
         // Offline too: the transport remembers its subscriptions and would otherwise renew this one on the next
         // connect (a timed-out request's response topic, a cancelled observation), for good.
-        try? state.transport?.unsubscribe(order)
+        try? state.transport?.unsubscribe(gone)
     }
 
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
@@ -944,19 +918,21 @@ public final class CommunicationManager: Sendable {
         }
     }
 
+    /// `rebuildIoRoute` for every route: those delivered to now and those that have monitors or own actors.
     private func rebuildIoRoutes(in state: inout State) {
-        var routes: [String: IoRouteDelivery] = [:]
-        for (route, monitors) in state.routeMonitors {
-            routes[route] = IoRouteDelivery(monitors: Array(monitors.values))
+        let gone = state.ioRoutes.keys.filter {
+            state.routeMonitors[$0] == nil && state.routing.actorsByRoute[$0] == nil
         }
-        for (route, actorIds) in state.routing.actorsByRoute {
-            routes[route, default: IoRouteDelivery()].receivers = receivers(of: actorIds.keys, in: state)
+        for route in gone { rebuildIoRoute(route, in: &state) }
+        for route in state.routeMonitors.keys { rebuildIoRoute(route, in: &state) }
+        for route in state.routing.actorsByRoute.keys where state.routeMonitors[route] == nil {
+            rebuildIoRoute(route, in: &state)
         }
-        state.ioRoutes = routes
     }
 
-    /// `rebuildIoRoutes` for the one route whose monitors changed: a monitor of every route (`observe` of a large
-    /// fleet) comes and goes without rebuilding all of them, which made starting and stopping it quadratic.
+    /// The delivery of one route, from `routing`, `ioValueReceivers` and `routeMonitors`; alone for the one route whose
+    /// monitors changed: a monitor of every route (`observe` of a large fleet) comes and goes without rebuilding all
+    /// of them, which made starting and stopping it quadratic.
     private func rebuildIoRoute(_ route: String, in state: inout State) {
         let monitors = state.routeMonitors[route].map { Array($0.values) } ?? []
         var receivers: [IoRouteReceiver]?

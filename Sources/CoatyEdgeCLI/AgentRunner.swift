@@ -104,7 +104,7 @@ public enum AgentRunner {
         var metrics: MetricsService?
         if let endpoint = configuration.base.metrics {
             do {
-                metrics = try MetricsService.bootstrap(host: endpoint.host, port: endpoint.port)
+                metrics = try MetricsService.bootstrap(host: endpoint.host, port: endpoint.port, logger: logger)
                 logger.info("metrics at http://\(Checks.hostForURL(endpoint.host)):\(endpoint.port)/metrics")
             } catch {
                 throw CommandFailure(.failure, "cannot serve the metrics: \(error)")

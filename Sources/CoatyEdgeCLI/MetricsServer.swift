@@ -1,4 +1,6 @@
 import CoatyRuntime
+import DetachedThread
+import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
@@ -15,14 +17,20 @@ import Synchronization
 public final class MetricsServer: Sendable {
     /// The port it listens on (the one asked for, or the one the system chose for port 0).
     public let port: Int
-    private let listener: Int32
+    let listener: Int32
     private let render: @Sendable () -> [UInt8]
+    private let logger: Logger
     private let isStopped = Atomic(false)
 
     static let maximumRequestSize = 8192
+    /// How long `serve()` waits before it accepts again while the process has no descriptor (or memory) to spare.
+    static let shortageRetryInterval = Duration.milliseconds(500)
 
     /// Binds and listens; `serve()` then answers requests until `stop()`.
-    public init(host: String, port: Int, render: @escaping @Sendable () -> [UInt8]) throws(MetricsServerError) {
+    public init(
+        host: String, port: Int, logger: Logger = Logger(label: "coaty.metrics"),
+        render: @escaping @Sendable () -> [UInt8]
+    ) throws(MetricsServerError) {
         let address = try SocketAddress(host: host, port: port)
         let descriptor = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw MetricsServerError("socket: \(errorText())") }
@@ -41,23 +49,60 @@ public final class MetricsServer: Sendable {
         self.port = bound.port
         listener = descriptor
         self.render = render
+        self.logger = logger
     }
 
     deinit {
         close(listener)
     }
 
-    /// Accepts and answers connections until `stop()`; blocks, so run it on a thread of its own.
-    public func serve() {
+    /// Accepts and answers connections until `stop()`; blocks, so run it on a thread of its own. Throws when the
+    /// listening socket fails otherwise, which leaves nothing to serve.
+    ///
+    /// A shortage of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) does not end it: it is the process's
+    /// condition, which may pass (a burst of connections), and the endpoint only watches the agent, which should not
+    /// stop (its outputs going to their safe state) for a scrape it could not take. While it lasts, it logs a
+    /// warning once and tries again every `shortageRetryInterval` (the waiting connection stays in the backlog, so
+    /// trying at once would spin). An error of the one waiting connection (ECONNABORTED, and the network errors
+    /// Linux passes on from it, which accept(2) says to treat as EAGAIN) is that client's: the next one is accepted.
+    public func serve() throws(MetricsServerError) {
+        var isShort = false
         while !isStopped.load(ordering: .acquiring) {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return
+                let code = errno
+                if isStopped.load(ordering: .acquiring) { return }
+                switch code {
+                case EINTR, EAGAIN, ECONNABORTED, EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+                    ENETDOWN, ENETUNREACH, EPERM:
+                    continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    if !isShort {
+                        logger.warning(
+                            "the metrics endpoint cannot accept a connection: \(errorText(code)); trying again every \(Self.shortageRetryInterval) while it lasts"
+                        )
+                        isShort = true
+                    }
+                    pause(for: Self.shortageRetryInterval)
+                    continue
+                default:
+                    throw MetricsServerError("accept on port \(port): \(errorText(code))")
+                }
+            }
+            if isShort {
+                logger.info("the metrics endpoint accepts connections again")
+                isShort = false
             }
             answer(connection)
             close(connection)
         }
+    }
+
+    private func pause(for duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var remaining = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var interval = remaining
+        while nanosleep(&interval, &remaining) != 0 && errno == EINTR { interval = remaining }
     }
 
     /// Makes `serve()` return.
@@ -186,26 +231,40 @@ public struct MetricsServerError: Error, CustomStringConvertible {
 /// The metrics endpoint as a service of the agent's service group: the server on its thread until shutdown.
 public struct MetricsService: Service {
     public let server: MetricsServer
+    let logger: Logger
 
     /// Makes swift-metrics record into a Prometheus registry (call it once, before anything creates a metric) and
     /// binds the endpoint that serves it.
-    public static func bootstrap(host: String, port: Int) throws(MetricsServerError) -> MetricsService {
+    public static func bootstrap(host: String, port: Int, logger: Logger) throws(MetricsServerError) -> MetricsService {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        return MetricsService(server: try MetricsServer(host: host, port: port) { registry.emitToBuffer() })
+        let server = try MetricsServer(host: host, port: port, logger: logger) { registry.emitToBuffer() }
+        return MetricsService(server: server, logger: logger)
     }
 
+    /// Serves until shutdown; throws, and so stops the agent (exit status 1, which systemd restarts), with an error
+    /// logged, when the endpoint cannot go on.
     public func run() async throws {
         let server = self.server
-        await withTaskCancellationOrGracefulShutdownHandler {
-            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-                startThread {
-                    server.serve()
-                    finished.resume()
+        let failure = await withTaskCancellationOrGracefulShutdownHandler {
+            await withCheckedContinuation { (finished: CheckedContinuation<MetricsServerError?, Never>) in
+                let serving: @Sendable () -> Void = {
+                    do throws(MetricsServerError) {
+                        try server.serve()
+                        finished.resume(returning: nil)
+                    } catch {
+                        finished.resume(returning: error)
+                    }
                 }
+                // No thread to be had: serve on this one rather than not at all.
+                if startDetachedThread(serving) != 0 { serving() }
             }
         } onCancelOrGracefulShutdown: {
             server.stop()
+        }
+        if let failure {
+            logger.error("the metrics endpoint failed (\(failure)): the agent stops")
+            throw failure
         }
     }
 }

@@ -25,30 +25,3 @@ private func send(descriptor: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
 func errorText(_ code: Int32 = errno) -> String {
     String(cString: strerror(code))
 }
-
-/// Runs `body` on a new detached thread, for blocking calls that must not hold one of the concurrency pool's threads.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-        &thread, nil,
-        { context in
-            guard let context else { return nil }
-            Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body()
-            return nil
-        }, context)
-    if rc == 0 {
-        pthread_detach(thread)
-    } else {
-        // No thread to be had: run it here rather than lose it.
-        Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body()
-    }
-}
-
-private final class ThreadBody: Sendable {
-    let body: @Sendable () -> Void
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-    }
-}

@@ -3,6 +3,7 @@ import CoatyJSON
 import CoatyModel
 import CoatyRuntime
 import CoreMetrics
+import ElapsedTime
 import Logging
 import Synchronization
 
@@ -12,7 +13,7 @@ import Synchronization
 /// `coaty_edge_values_dropped_total{source, reason}`.
 public final class IoSourceController<C: Clock>: Controller where C.Duration == Duration {
     private let clock: C
-    /// The instant that `SourceInstant`s count from.
+    /// The instant that `ElapsedInstant`s count from.
     private let origin: C.Instant
     private let state = Mutex(SourceTable())
 
@@ -21,7 +22,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         origin = clock.now
     }
 
-    private var now: SourceInstant { SourceInstant(origin.duration(to: clock.now)) }
+    private var now: ElapsedInstant { ElapsedInstant(origin.duration(to: clock.now)) }
 
     public func onInit(_ context: ControllerContext) async throws {
         let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
@@ -146,7 +147,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     private func makeTimer(for sourceId: String, generation: Int) -> Task<Void, Never> {
         Task { [clock, origin] in
             while true {
-                let deadline = state.withLock { state -> SourceInstant? in
+                let deadline = state.withLock { state -> ElapsedInstant? in
                     guard state.sources[sourceId]?.timerGeneration == generation else { return nil }
                     guard let deadline = state.sources[sourceId]?.pipeline.nextDeadline else {
                         state.sources[sourceId]?.timer = nil
@@ -254,7 +255,7 @@ private struct SourceEntry {
     var source: IoSource
     /// `source.useRawIoValues`, which is a lookup in the source's JSON.
     let isRaw: Bool
-    var pipeline = IoSourcePipeline<SourceInstant>()
+    var pipeline = IoSourcePipeline<ElapsedInstant>()
     var timer: Task<Void, Never>?
     var timerGeneration = 0
     var isAssociated = false
@@ -301,26 +302,5 @@ private struct SourceCounters: Sendable {
     init(sourceId: String) {
         published = Counter(label: "coaty_edge_values_published_total", dimensions: [("source", sourceId)])
         routed = Counter(label: "coaty_edge_values_routed_total", dimensions: [("source", sourceId)])
-    }
-}
-
-/// An instant of the controller's clock, as the time since the controller was made.
-struct SourceInstant: InstantProtocol {
-    var sinceOrigin: Duration
-
-    init(_ sinceOrigin: Duration) {
-        self.sinceOrigin = sinceOrigin
-    }
-
-    func advanced(by duration: Duration) -> SourceInstant {
-        SourceInstant(sinceOrigin + duration)
-    }
-
-    func duration(to other: SourceInstant) -> Duration {
-        other.sinceOrigin - sinceOrigin
-    }
-
-    static func < (lhs: SourceInstant, rhs: SourceInstant) -> Bool {
-        lhs.sinceOrigin < rhs.sinceOrigin
     }
 }

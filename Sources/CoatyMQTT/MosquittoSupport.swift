@@ -1,33 +1,6 @@
 import CMosquitto
 import Glibc
 
-/// The filters a transport renews after every reconnect, in the order they were first subscribed; membership is a
-/// dictionary lookup, since a communication manager keeps a response subscription per pending request.
-struct SubscriptionList: Sequence {
-    /// Each filter with when it was first added: removing one is O(1), since a client of many exact topics (an
-    /// `observe` of a large fleet) gives them up one by one; the order is needed only to renew them.
-    private var members: [String: Int] = [:]
-    private var nextOrder = 0
-
-    func contains(_ filter: String) -> Bool { members[filter] != nil }
-
-    mutating func append(contentsOf filters: [String]) {
-        for filter in filters where members[filter] == nil {
-            members[filter] = nextOrder
-            nextOrder += 1
-        }
-    }
-
-    mutating func remove(_ filters: [String]) {
-        for filter in filters { members[filter] = nil }
-    }
-
-    /// In the order they were added.
-    func makeIterator() -> IndexingIterator<[String]> {
-        members.sorted { $0.value < $1.value }.map(\.key).makeIterator()
-    }
-}
-
 /// Calls `body` with the filters as an array of C strings, as libmosquitto's `_multiple` calls take them.
 func withCStrings(_ strings: [String], _ body: (Int32, UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Int32) -> Int32 {
     let copies = strings.map { strdup($0) }

@@ -255,7 +255,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
                 try checkSubscriptionChange(rc)
                 state.executor?.wakeIfSleeping()
             }
-            state.subscriptions.append(contentsOf: new)
+            state.subscriptions.add(new)
         }
     }
 

@@ -31,6 +31,8 @@ public final class SharedObjects: Sendable {
         var replicas: [Int: (replica: SharedReplica, events: ObservationStream<SharedObjectEvent>.Continuation)] = [:]
         /// Messages this agent sent, by message objectId, until their echo arrives or the wait ends.
         var echoes: [String: Echo] = [:]
+        /// Connections being made, by replica id, waiting for a host's copy to bind them (`connect`).
+        var bindingWaiters: [Int: CheckedContinuation<Bool, Never>] = [:]
         var nextId = 0
 
         /// Stops hosting an object and remembers it as deleted.
@@ -130,7 +132,8 @@ public final class SharedObjects: Sendable {
     }
 
     /// Connects to the shared object of this name: the connection's events start with a snapshot of its data (at
-    /// once, unless it waits for a host), then report every change and message.
+    /// once, unless it waits for a host), then report every change and message. It asks the hosts (a Discover) and
+    /// goes on as soon as a host answers or advertises the object, else when the request timeout ends.
     public func connect(_ name: String, ifMissing: IfMissing = .create) async throws(SharedObjectFailure)
         -> SharedObjectConnection
     {
@@ -147,7 +150,7 @@ public final class SharedObjects: Sendable {
             absorb(local.withoutChange, into: [id])
             return connection
         }
-        if await discover(name, for: [id]) { return connection }
+        if await discoverUntilBound(name, id: id) { return connection }
         switch ifMissing {
         case .create:
             do {
@@ -175,22 +178,57 @@ public final class SharedObjects: Sendable {
         return false
     }
 
+    /// `discover` for a new connection, which ends as well when a host's advertisement binds it meanwhile: a host
+    /// that began to host after the Discover reached it never answers it. True when the connection is bound.
+    private func discoverUntilBound(_ name: String, id: Int) async -> Bool {
+        let answered = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.discover(name, for: [id]) }
+            group.addTask { await self.bound(id) }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+        return answered || replica(id).map { $0.status != .waiting } ?? false
+    }
+
+    /// Waits until the replica `id` is bound to a host's copy (true), or the task is cancelled or the replica
+    /// disconnected (false).
+    private func bound(_ id: Int) async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool? in
+                    guard let entry = state.replicas[id], !Task.isCancelled else { return false }
+                    guard entry.replica.status == .waiting else { return true }
+                    state.bindingWaiters[id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            state.withLock { $0.bindingWaiters.removeValue(forKey: id) }?.resume(returning: false)
+        }
+    }
+
     private func absorb(_ received: SharedObjectState, into ids: [Int]? = nil) {
         updateReplicas(ids) { $0.absorb(received) }
     }
 
     /// Applies `change` to the replicas `ids` (all when nil) and hands on the events it makes of each.
     private func updateReplicas(_ ids: [Int]?, _ change: (inout SharedReplica) -> [SharedObjectEvent]) {
-        let deliveries = state.withLock { state in
+        let (deliveries, bound) = state.withLock { state in
             var deliveries: [(ObservationStream<SharedObjectEvent>.Continuation, [SharedObjectEvent])] = []
+            var bound: [CheckedContinuation<Bool, Never>] = []
             for id in ids ?? Array(state.replicas.keys) {
                 guard var entry = state.replicas[id] else { continue }
                 let events = change(&entry.replica)
                 state.replicas[id] = entry
                 if !events.isEmpty { deliveries.append((entry.events, events)) }
+                if entry.replica.status != .waiting, let waiter = state.bindingWaiters.removeValue(forKey: id) {
+                    bound.append(waiter)
+                }
             }
-            return deliveries
+            return (deliveries, bound)
         }
+        for waiter in bound { waiter.resume(returning: true) }
         for (continuation, events) in deliveries {
             for event in events {
                 continuation.yield(event)
@@ -200,7 +238,11 @@ public final class SharedObjects: Sendable {
     }
 
     func disconnect(_ id: Int) {
-        state.withLock { $0.replicas.removeValue(forKey: id) }?.events.finish()
+        let (entry, waiter) = state.withLock {
+            ($0.replicas.removeValue(forKey: id), $0.bindingWaiters.removeValue(forKey: id))
+        }
+        entry?.events.finish()
+        waiter?.resume(returning: false)
     }
 
     func replica(_ id: Int) -> SharedReplica? {

@@ -28,14 +28,9 @@ package final class ScratchDirectory: Sendable {
         // and a script written here could not be run while that process lives ("Text file busy").
         let descriptor = open(target.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw CocoaError.error(.fileWriteUnknown, url: target) }
-        defer { close(descriptor) }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw CocoaError.error(.fileWriteUnknown, url: target) }
-            bytes = bytes.dropFirst(written)
-        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
         // Only when the mode differs, so that a watcher sees no change of attributes after an ordinary write.
         var status = stat()
         if stat(target.path, &status) != 0 || status.st_mode & 0o7777 != mode { chmod(target.path, mode) }

@@ -65,30 +65,3 @@ final class Wakeup: Sendable {
         close(writeDescriptor)
     }
 }
-
-private final class ThreadBody {
-    let run: @Sendable () -> Void
-
-    init(_ run: @escaping @Sendable () -> Void) {
-        self.run = run
-    }
-}
-
-/// Starts a detached thread; returns 0 or the pthread_create error.
-func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    defer { pthread_attr_destroy(&attributes) }
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    var thread = pthread_t()
-    let result = pthread_create(
-        &thread, &attributes,
-        { argument in
-            guard let argument else { return nil }
-            Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, box)
-    if result != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
-    return result
-}

@@ -1,4 +1,5 @@
 import CGPIOD
+import DetachedThread
 import Synchronization
 
 #if canImport(Glibc)
@@ -76,7 +77,7 @@ public final class GPIOInput: DigitalInput {
             return stream
         }
         continuation.onTermination = { _ in stop.signal() }
-        let started = startThread { [self] in
+        let started = startDetachedThread { [self] in
             defer { watched.withLock { $0 = false } }
             do {
                 try watch(from: initialLevel, until: stop, continuation)

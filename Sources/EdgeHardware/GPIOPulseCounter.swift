@@ -1,4 +1,5 @@
 import CGPIOD
+import DetachedThread
 import Synchronization
 
 #if canImport(Glibc)
@@ -51,7 +52,7 @@ public final class GPIOPulseCounter: Sendable {
         let stop = try Wakeup()
         let result: Result<Void, GPIOError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let started = startThread { [self] in
+                let started = startDetachedThread { [self] in
                     let result = Result { () throws(GPIOError) in try watch(until: stop) }
                     var time = timespec()
                     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)

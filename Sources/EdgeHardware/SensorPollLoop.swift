@@ -1,3 +1,5 @@
+import ElapsedTime
+
 /// Polls many sensors in one task: `run` sleeps until the earliest due read, reads every sensor due then (and within
 /// `coalescing` after it) on its own thread, one after the other, and hands the events to its caller there, without a
 /// task, a continuation or a thread hop per sensor or per value. A thousand sensors cost one task, one timer and the
@@ -71,21 +73,22 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
         let start = clock.now
         var schedules = entries.map { entry in
             SensorSchedule(
-                interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines, start: LoopInstant(.zero),
+                interval: entry.interval, backoff: entry.backoff, pipelines: entry.pipelines,
+                start: ElapsedInstant(.zero),
                 phase: entry.phase)
         }
         let sensors = entries.map(\.sensor)
-        var queue = DeadlineHeap<LoopInstant, Int>()
+        var queue = DeadlineHeap<ElapsedInstant, Int>()
         queue.reserveCapacity(schedules.count)
         for index in schedules.indices { queue.insert(index, dueAt: schedules[index].due) }
         var due: [Int] = []
         var events: [(sensor: Int, event: SensorEvent)] = []
-        func now() -> LoopInstant { LoopInstant(start.duration(to: clock.now)) }
+        func now() -> ElapsedInstant { ElapsedInstant(start.duration(to: clock.now)) }
         while !Task.isCancelled {
             guard let earliest = queue.earliest else { return }
             if now().advanced(by: coalescing) < earliest {
                 do {
-                    try await clock.sleep(until: start.advanced(by: earliest.sinceStart), tolerance: nil)
+                    try await clock.sleep(until: start.advanced(by: earliest.sinceOrigin), tolerance: nil)
                 } catch { return }
             } else {
                 // Behind schedule: the reads do not wait, so without this the loop would hold its thread for good.
@@ -117,26 +120,5 @@ package struct SensorPollLoop<C: Clock>: Sendable where C.Duration == Duration {
             }
             events.removeAll(keepingCapacity: true)
         }
-    }
-}
-
-/// An instant of `SensorPollLoop.run`: the time since it started.
-struct LoopInstant: InstantProtocol {
-    var sinceStart: Duration
-
-    init(_ sinceStart: Duration) {
-        self.sinceStart = sinceStart
-    }
-
-    func advanced(by duration: Duration) -> LoopInstant {
-        LoopInstant(sinceStart + duration)
-    }
-
-    func duration(to other: LoopInstant) -> Duration {
-        other.sinceStart - sinceStart
-    }
-
-    static func < (lhs: LoopInstant, rhs: LoopInstant) -> Bool {
-        lhs.sinceStart < rhs.sinceStart
     }
 }

@@ -1,3 +1,4 @@
+import DetachedThread
 import Glibc
 import Synchronization
 
@@ -120,21 +121,11 @@ private final class PathWatch: Sendable {
     }
 
     func start() throws(RuleLoadError) {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { context in
-                guard let context else { return nil }
-                Unmanaged<PathWatch>.fromOpaque(context).takeRetainedValue().run()
-                return nil
-            }, context)
+        let result = startDetachedThread { self.run() }
         guard result == 0 else {
-            Unmanaged<PathWatch>.fromOpaque(context).release()
             closeDescriptors()
             throw Self.failure(watcher.path, "cannot watch the rules: pthread_create: \(SystemError(code: result))")
         }
-        pthread_detach(thread)
     }
 
     func stop() {

@@ -1,3 +1,4 @@
+import DetachedThread
 import Dispatch
 import Glibc
 import Synchronization
@@ -141,25 +142,8 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(BenchmarkErr
 
 /// Starts a detached thread that runs `body`.
 func startThread(_ body: @escaping @Sendable () -> Void) throws(BenchmarkError) {
-    let work = Unmanaged.passRetained(ThreadWork(body))
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, runThreadWork, work.toOpaque())
-    guard rc == 0 else {
-        work.release()
-        throw .system("cannot start a thread", rc)
-    }
-    pthread_detach(thread)
-}
-
-private final class ThreadWork {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
-}
-
-private func runThreadWork(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let context else { return nil }
-    Unmanaged<ThreadWork>.fromOpaque(context).takeRetainedValue().run()
-    return nil
+    let rc = startDetachedThread(body)
+    guard rc == 0 else { throw .system("cannot start a thread", rc) }
 }
 
 /// Runs `body`, cancelling it when `limit` passes: a lost message must not hang the benchmark.

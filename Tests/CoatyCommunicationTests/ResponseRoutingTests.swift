@@ -90,7 +90,7 @@ import Testing
         // A topic subscribed ahead of a later call.
         let spare = try #require(
             requester.state.withLock { state in
-                state.subscriptionOrder().first { $0.contains("/RTN/") && !$0.hasSuffix(call.correlationId) }
+                state.subscriptions.first { $0.contains("/RTN/") && !$0.hasSuffix(call.correlationId) }
             })
         let spareCorrelationId = String(try #require(spare.split(separator: "/").last))
         responder.publish(.returnEvent(ReturnEvent(.result("unasked"))), correlationId: spareCorrelationId)

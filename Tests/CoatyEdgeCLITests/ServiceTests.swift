@@ -1,3 +1,4 @@
+import CoatyTestSupport
 import Foundation
 import Testing
 
@@ -32,7 +33,7 @@ import Testing
 @Suite struct MetricsServerTests {
     static func withServer(host: String = "127.0.0.1", _ body: (MetricsServer) async throws -> Void) async throws {
         let server = try MetricsServer(host: host, port: 0) { Array("# TYPE x_total counter\nx_total 3\n".utf8) }
-        let thread = Thread { server.serve() }
+        let thread = Thread { try? server.serve() }
         thread.start()
         defer { server.stop() }
         try await body(server)
@@ -64,6 +65,22 @@ import Testing
             let garbage = try await httpExchange(port: server.port, request: "hello\r\n\r\n")
             #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
         }
+    }
+
+    /// A listening socket that fails otherwise than by `stop()` ends `serve()` with the reason, and the service logs
+    /// an error saying that the agent stops, and throws (the agent's exit status 1): before, `serve()` returned and
+    /// the agent stopped without a word.
+    @Test func aFailingListenerStopsTheServiceWithAnError() async throws {
+        let lines = LogLines()
+        let server = try MetricsServer(host: "127.0.0.1", port: 0, logger: lines.logger()) { [] }
+        let service = MetricsService(server: server, logger: lines.logger())
+        let running = Task { try await service.run() }
+        // What `stop()` does to end a waiting accept, without `stop()`: accept fails with EINVAL.
+        #expect(shutdown(server.listener, Int32(SHUT_RDWR)) == 0)
+        let failure = await #expect(throws: MetricsServerError.self) { try await running.value }
+        let reason = "accept on port \(server.port): Invalid argument"
+        #expect(failure?.description == reason)
+        #expect(lines.lines == ["error: the metrics endpoint failed (\(reason)): the agent stops"])
     }
 
     @Test func aTakenPortIsAnError() throws {

@@ -296,6 +296,31 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
         try await agents.stop(first, second)
     }
 
+    /// A host that does not answer the Discover (one that began to host after it went out) but advertises the
+    /// object: the waiting connect returns once that advertisement binds it, not when its Discover times out.
+    @Test func aWaitingConnectReturnsWhenAHostAdvertisesBeforeItsDiscoverEnds() async throws {
+        let agents = try await SharedAgents()
+        let requestTimeout = Duration.seconds(20)
+        let waiter = try await agents.agent("waiter", requestTimeout: requestTimeout)
+        // Its service does not run, so it answers no Discover; hosting advertises all the same.
+        let hostManager = agents.scenarios.agent("host")
+        let host = SharedObjects(manager: hostManager)
+        let discovers = Recorder(hostManager.observeDiscover())
+        try await agents.scenarios.online(hostManager)
+
+        let connecting = Task { try await waiter.shared.connect("late", ifMissing: .wait) }
+        try await discovers.wait { $0.contains { $0.event.externalId == "late" } }
+        let hosted = ContinuousClock.now
+        try await host.host(SharedObjectDefinition(name: "late", data: ["k": 1]))
+        let connection = try await connecting.value
+        let took = ContinuousClock.now - hosted
+        #expect(took < requestTimeout / 2, "connect returned \(took) after the advertisement")
+        #expect(connection.status == .connected)
+        #expect(connection.snapshot?.data == ["k": 1])
+        await hostManager.stop()
+        try await agents.stop(waiter)
+    }
+
     @Test func aReadOnlyObjectIsChangedOnlyByItsHost() async throws {
         let agents = try await SharedAgents()
         let host = try await agents.agent("host")

@@ -1,4 +1,4 @@
-import Foundation
+import CoatyTestSupport
 import Glibc
 import ProcessSpawning
 import Testing
@@ -11,14 +11,13 @@ import Testing
         var descriptors: [Int32] = [0, 0]
         #expect(pipe(&descriptors) == 0)  // without close-on-exec, as Foundation's Pipe makes them
         defer { for descriptor in descriptors { close(descriptor) } }
-        let errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("spawn-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: errorFile) }
+        let scratch = try ScratchDirectory("coaty-spawn")
 
         let child = try spawnWithDefaultSignals(
-            "/bin/sh", arguments: ["-c", "exec 1>&2; ls /proc/$$/fd"], errorFile: errorFile.path)
+            "/bin/sh", arguments: ["-c", "exec 1>&2; ls /proc/$$/fd"], errorFile: scratch.file("error").path)
         var status: Int32 = 0
         #expect(waitpid(child, &status, 0) == child)
-        let listed = try String(contentsOf: errorFile, encoding: .utf8).split(separator: "\n").compactMap { Int32($0) }
+        let listed = try scratch.read("error").split(separator: "\n").compactMap { Int32($0) }
         #expect(Set(listed) == [0, 1, 2], "the child had \(listed)")
         #expect(!listed.contains(descriptors[1]))
     }

@@ -7,12 +7,18 @@
 #   threads, VmRSS and RssAnon of the source agent 30 s after its start
 #   load       the machine's 1-minute load average at the end of the run (other work on the machine skews figures)
 # With several binaries, each count runs them one after the other (paired), so that they see the same machine load;
-# `ROUNDS` repeats the whole set. Each binary is dropped from the page cache before its run, so that it is read from
-# the disk as after a boot: how a file came into the cache decides how much of it a fault maps (a freshly copied binary
-# sits in large folios that are mapped whole, about 2 MiB more VmRSS), which would favour one binary of a pair.
-# mqtt-io is not measured here (not installed on the project's machines).
+# `ROUNDS` repeats the whole set. Each coaty-edge binary is dropped from the page cache before its run, so that it is
+# read from the disk as after a boot: how a file came into the cache decides how much of it a fault maps (a freshly
+# copied binary sits in large folios that are mapped whole, about 2 MiB more VmRSS), which would favour one binary of
+# a pair.
+# mqtt-io runs in the same pairs when a Python that has it is given (MQTT_IO_PYTHON; `pip install mqtt-io==2.7.0` into
+# a virtual environment): the same zones, each read by a small mqtt-io sensor module written here (mqtt-io has no
+# sysfs thermal module; it opens, reads and parses the file as coaty-edge does) and published to `mqttio/sensor/N`;
+# its values are counted by a mosquitto_sub. mqtt-io polls at most once a second (its `interval` is whole seconds),
+# so its row says the interval it used; compare it with coaty-edge at INTERVAL=1s for the same rate.
 # Usage: Tests/Tools/measure-sensor-scaling.sh [BINARY...]   (default: the release build of this checkout)
-#   COUNTS="1 100 1000" ROUNDS=1 INTERVAL=100ms SETTLE=30 WINDOW=20 (seconds). Needs mosquitto, curl, python3.
+#   COUNTS="1 100 1000" ROUNDS=1 INTERVAL=100ms SETTLE=30 WINDOW=20 (seconds) MQTT_IO_PYTHON=.
+#   Needs mosquitto, curl, python3.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 name=scaling
@@ -26,6 +32,11 @@ window=${WINDOW:-20}
 source "$repo/Tests/Tools/measurement-broker.sh"
 binaries=("$@")
 ((${#binaries[@]})) || binaries=("$bin")
+mqtt_io_python=${MQTT_IO_PYTHON:-}
+if [[ -n $mqtt_io_python ]] && ! "$mqtt_io_python" -c 'import mqtt_io' 2>/dev/null; then
+    echo "MQTT_IO_PYTHON=$mqtt_io_python cannot import mqtt_io: mqtt-io is not measured" >&2
+    mqtt_io_python=""
+fi
 
 run_flags=()
 ((EUID == 0)) && run_flags=(--allow-root)  # `run` refuses root unless told
@@ -55,23 +66,83 @@ evict() {
     python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
 }
 
-measure() {  # BINARY COUNT -> one result line
-    local binary=$1 count=$2
+# The mqtt-io side: a sensor module reading a sysfs temperature file, and a configuration with one sensor per zone.
+mqtt_io_seconds=$(python3 -c "
+import re, sys
+number, unit = re.fullmatch(r'([0-9.]+)(ms|s)', sys.argv[1]).groups()
+print(max(1, round(float(number) / (1000 if unit == 'ms' else 1))))" "$interval")
+write_mqtt_io_source() {  # COUNT: the zones of write_thermal_source, read by mqtt-io
+    local count=$1 index
+    mkdir -p "$work/mqtt-io-modules"
+    cat >"$work/mqtt-io-modules/sysfs_temperature.py" <<'PY'
+"""A sysfs temperature file in millidegrees Celsius (a thermal zone's `temp`)."""
+from mqtt_io.modules.sensor import GenericSensor
+
+REQUIREMENTS = ()
+CONFIG_SCHEMA = {}
+
+
+class Sensor(GenericSensor):
+    SENSOR_SCHEMA = {"path": {"type": "string", "required": True, "empty": False}}
+
+    def get_value(self, sens_conf):
+        with open(sens_conf["path"], encoding="ascii") as file:
+            return int(file.read()) / 1000
+PY
+    {
+        printf 'mqtt:\n  host: 127.0.0.1\n  port: %s\n  topic_prefix: mqttio\n  client_id: mqttio-scaling\n' "$port"
+        printf 'logging:\n  version: 1\n  handlers: {console: {class: logging.StreamHandler, level: WARNING}}\n'
+        printf '  loggers: {mqtt_io: {handlers: [console], level: WARNING}}\n'
+        printf 'sensor_modules:\n  - name: zones\n    module: sysfs_temperature\nsensor_inputs:\n'
+        for ((index = 0; index < count; index++)); do
+            printf '  - {name: "%s", module: zones, interval: %s, path: "%s"}\n' \
+                "$index" "$mqtt_io_seconds" "$work/sys/class/thermal/thermal_zone$index/temp"
+        done
+    } >"$work/mqtt-io.yml"
+}
+start_mqtt_io() {  # runs mqtt-io with the module folder added to its sensor modules
+    "$mqtt_io_python" -c '
+import runpy, sys
+import mqtt_io.modules.sensor as sensors
+sensors.__path__.append(sys.argv.pop(1))
+sys.argv[0] = "mqtt_io"
+runpy.run_module("mqtt_io", run_name="__main__", alter_sys=True)' "$work/mqtt-io-modules" "$work/mqtt-io.yml" &
+}
+
+measure() {  # KIND (coaty-edge or mqtt-io) BINARY COUNT -> one result line
+    local kind=$1 binary=$2 count=$3 label=$2 values_topic='coaty/3/+/IOV/#'
     write_thermal_source "$count" "$interval"
-    evict "$binary"
+    [[ $kind == mqtt-io ]] || evict "$binary"
+    if [[ $kind == mqtt-io ]]; then
+        write_mqtt_io_source "$count"
+        label="mqtt-io $("$mqtt_io_python" -c 'import mqtt_io; print(mqtt_io.VERSION)') every ${mqtt_io_seconds}s"
+        values_topic='mqttio/sensor/#'
+        # Every value mqtt-io publishes, counted where coaty-edge's are counted: at a subscriber of the broker.
+        mosquitto_sub -h 127.0.0.1 -p "$port" -t "$values_topic" -F '%t' >"$work/mqtt-io-values" &
+        local counter=$!
+    fi
     rm -f "$work/first"
-    mosquitto_sub -h 127.0.0.1 -p "$port" -t 'coaty/3/+/IOV/#' -C 1 -F '%U' >"$work/first" &
+    mosquitto_sub -h 127.0.0.1 -p "$port" -t "$values_topic" -C 1 -F '%U' >"$work/first" &
     local subscriber=$!
     sleep 0.3
     local start agent
     start=$(date +%s.%N)
-    "$binary" run --config "$work/source.json" "${run_flags[@]}" &
+    if [[ $kind == mqtt-io ]]; then
+        start_mqtt_io
+    else
+        "$binary" run --config "$work/source.json" "${run_flags[@]}" &
+    fi
     agent=$!
-    if ! timeout 30 tail --pid="$subscriber" -f /dev/null; then
-        echo "$binary with $count zones: no value within 30 s" >&2
-        kill "$subscriber" 2>/dev/null || true
+    count_values() { if [[ $kind == mqtt-io ]]; then wc -l <"$work/mqtt-io-values"; else received; fi; }
+    stop_agent() {
         kill -TERM "$agent"
         wait "$agent" || true
+        if [[ $kind == mqtt-io ]]; then kill "$counter" 2>/dev/null || true; fi
+    }
+    if ! timeout 30 tail --pid="$subscriber" -f /dev/null; then
+        echo "$label with $count zones: no value within 30 s" >&2
+        kill "$subscriber" 2>/dev/null || true
+        stop_agent
         return 1
     fi
     local first
@@ -79,15 +150,14 @@ measure() {  # BINARY COUNT -> one result line
     # The window ends at SETTLE seconds after the start, where memory and threads are read.
     sleep "$(python3 -c "print(max(0, $start + $settle - $window - __import__('time').time()))")"
     local cpu_before values_before wall_before cpu_after values_after wall_after
-    cpu_before=$(cpu_ns "$agent") values_before=$(received) wall_before=$(date +%s.%N)
+    cpu_before=$(cpu_ns "$agent") values_before=$(count_values) wall_before=$(date +%s.%N)
     sleep "$window"
-    cpu_after=$(cpu_ns "$agent") values_after=$(received) wall_after=$(date +%s.%N)
+    cpu_after=$(cpu_ns "$agent") values_after=$(count_values) wall_after=$(date +%s.%N)
     local threads rss anon load
     threads=$(status_kib "$agent" Threads) rss=$(status_kib "$agent" VmRSS) anon=$(status_kib "$agent" RssAnon)
     load=$(cut -d' ' -f1 /proc/loadavg)
-    kill -TERM "$agent"
-    wait "$agent" || true
-    python3 - "$binary" "$count" "$start" "$first" "$cpu_before" "$cpu_after" "$values_before" "$values_after" \
+    stop_agent
+    python3 - "$label" "$count" "$start" "$first" "$cpu_before" "$cpu_after" "$values_before" "$values_after" \
         "$wall_before" "$wall_after" "$threads" "$rss" "$anon" "$load" <<'PY'
 import sys
 binary, count, start, first, cpu0, cpu1, v0, v1, w0, w1, threads, rss, anon, load = sys.argv[1:]
@@ -112,7 +182,8 @@ printf '%40s %5s %8s %8s %9s %6s %7s %8s %8s %6s\n' binary N "first ms" "µs/val
 for _ in $(seq 1 "$rounds"); do
     for count in $counts; do
         for binary in "${binaries[@]}"; do
-            measure "$binary" "$count" || true
+            measure coaty-edge "$binary" "$count" || true
         done
+        if [[ -n $mqtt_io_python ]]; then measure mqtt-io "" "$count" || true; fi
     done
 done
