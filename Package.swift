@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo
+//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
 //   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
@@ -62,6 +62,8 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod"),
         // The commit the binary was built from and whether its Swift runtime is linked in (coaty-edge --version).
         .target(name: "CBuildInfo", cSettings: [.define("COATY_EDGE_COMMIT", to: "\"\(buildCommit)\"")]),
+        // Unmapping the program's read-only pages once the agent has started (start-up code is not kept resident).
+        .target(name: "CProgramPages"),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -77,8 +79,9 @@ let package = Package(
         // Communication.
         .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
         // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
-        // No pkgConfig: avahi-client's only flag is -D_REENTRANT, which SwiftPM refuses with a warning; the module map links.
-        .systemLibrary(name: "CAvahi"),
+        // libavahi-client is loaded with dlopen at the first browse, so that an agent with a broker URL does not map it
+        // and the libraries it pulls in (D-Bus, libsystemd, gcrypt, compressors: about 1 MiB); its headers only build.
+        .target(name: "CAvahi", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CoatyBrokerDiscovery", dependencies: ["CAvahi", "CoatyMQTT"]),
         .target(
             name: "CoatyCommunication",
@@ -155,7 +158,7 @@ let package = Package(
             name: "CoatyEdgeCLI",
             dependencies: [
                 "CBuildInfo", "CoatyBrokerDiscovery", "CoatyEdgeAgent", "CoatyFiles", "CoatySharedObjects",
-                "DetachedThread",
+                "CProgramPages", "DetachedThread",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -191,6 +191,9 @@ shlib_depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O -e"$agent/usr/bin/coaty-e
     die "dpkg-shlibdeps failed: $(cat "$work/shlibdeps.log")"
 shlib_depends=${shlib_depends#shlibs:Depends=}
 [[ -n $shlib_depends ]] || die "dpkg-shlibdeps found no libraries"
+# libavahi-client is loaded with dlopen when a broker is found by mDNS ("brokerUrl": "mdns"), so dpkg-shlibdeps does not
+# see it: named here with the version of the oldest symbol it is used for (the calls of CAvahi's table: Avahi 0.6.16).
+[[ $shlib_depends == *libavahi-client3* ]] || shlib_depends+=", libavahi-client3 (>= 0.6.16)"
 
 # The configuration is conffiles: an edited one survives every upgrade, and dpkg asks before replacing one that both
 # the administrator and a new package changed.

@@ -43,24 +43,29 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
         self.connectsByHostName = connectsByHostName
         self.onChange = onChange
         state = Mutex(State(directory: BrokerDirectory(serviceName: serviceName)))
-        guard let poll = avahi_threaded_poll_new() else {
+        var loadError = [CChar](repeating: 0, count: 512)
+        guard coaty_avahi_load(&loadError, loadError.count) == 0 else {
+            throw BrokerDiscoveryError(string(from: loadError))
+        }
+        guard let poll = coaty_avahi_threaded_poll_new() else {
             throw BrokerDiscoveryError("cannot create Avahi's event loop")
         }
         self.poll = poll
         var error: Int32 = 0
         // NO_FAIL: without a running avahi-daemon the client waits for one instead of failing.
-        client = avahi_client_new(
-            avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, avahiClientCallback,
+        client = coaty_avahi_client_new(
+            coaty_avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, avahiClientCallback,
             Unmanaged.passUnretained(self).toOpaque(), &error)
         guard client != nil else {
             stopped.store(true, ordering: .releasing)  // nothing for deinit to stop
-            avahi_threaded_poll_free(poll)
-            throw BrokerDiscoveryError("cannot create the Avahi client: \(String(cString: avahi_strerror(error)))")
+            coaty_avahi_threaded_poll_free(poll)
+            throw BrokerDiscoveryError(
+                "cannot create the Avahi client: \(String(cString: coaty_avahi_strerror(error)))")
         }
-        guard avahi_threaded_poll_start(poll) == 0 else {
+        guard coaty_avahi_threaded_poll_start(poll) == 0 else {
             stopped.store(true, ordering: .releasing)
-            avahi_client_free(client)
-            avahi_threaded_poll_free(poll)
+            coaty_avahi_client_free(client)
+            coaty_avahi_threaded_poll_free(poll)
             throw BrokerDiscoveryError("cannot start Avahi's event loop")
         }
     }
@@ -91,12 +96,12 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
     /// Ends the browse and Avahi's thread. Call it before releasing the discovery.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        avahi_threaded_poll_stop(poll)
+        coaty_avahi_threaded_poll_stop(poll)
         // Freeing the client frees its browser and resolvers.
-        if let client { avahi_client_free(client) }
+        if let client { coaty_avahi_client_free(client) }
         client = nil
         browser = nil
-        avahi_threaded_poll_free(poll)
+        coaty_avahi_threaded_poll_free(poll)
     }
 
     deinit {
@@ -110,13 +115,14 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
         case AVAHI_CLIENT_S_RUNNING:
             self.client = client
             guard browser == nil else { return }
-            browser = avahi_service_browser_new(
+            browser = coaty_avahi_service_browser_new(
                 client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), Self.serviceType, nil,
                 AvahiLookupFlags(rawValue: 0),
                 avahiBrowseCallback, Unmanaged.passUnretained(self).toOpaque())
             let status =
                 browser == nil
-                ? "cannot browse: \(String(cString: avahi_strerror(avahi_client_errno(client))))" : "running"
+                ? "cannot browse: \(String(cString: coaty_avahi_strerror(coaty_avahi_client_errno(client))))"
+                : "running"
             state.withLock { $0.daemonStatus = status }
             onChange("mDNS: avahi-daemon \(status == "running" ? "is running, browsing \(Self.serviceType)" : status)")
         case AVAHI_CLIENT_CONNECTING, AVAHI_CLIENT_FAILURE:
@@ -124,7 +130,7 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
             browser = nil
             let reason =
                 clientState == AVAHI_CLIENT_FAILURE
-                ? "avahi-daemon failed: \(String(cString: avahi_strerror(avahi_client_errno(client))))"
+                ? "avahi-daemon failed: \(String(cString: coaty_avahi_strerror(coaty_avahi_client_errno(client))))"
                 : "waiting for avahi-daemon"
             let hadBroker = state.withLock { state in
                 state.daemonStatus = reason
@@ -146,7 +152,7 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
         case AVAHI_BROWSER_NEW:
             guard name == serviceName, let client else { return }
             // Resolved once; the resolver is freed in its callback.
-            _ = avahi_service_resolver_new(
+            _ = coaty_avahi_service_resolver_new(
                 client, interface, `protocol`, name, type, domain, `protocol`, AvahiLookupFlags(rawValue: 0),
                 avahiResolveCallback, Unmanaged.passUnretained(self).toOpaque())
         case AVAHI_BROWSER_REMOVE:
@@ -158,7 +164,7 @@ package final class MDNSBrokerDiscovery: @unchecked Sendable {
             }
             if changed { reportChoice(chosen, after: "\"\(name)\" went away") }
         case AVAHI_BROWSER_FAILURE:
-            let reason = String(cString: avahi_strerror(avahi_client_errno(client)))
+            let reason = String(cString: coaty_avahi_strerror(coaty_avahi_client_errno(client)))
             state.withLock { $0.daemonStatus = "browsing failed: \(reason)" }
             onChange("mDNS: browsing \(Self.serviceType) failed: \(reason)")
         default:
@@ -221,10 +227,10 @@ private func avahiResolveCallback(
     _ hostName: UnsafePointer<CChar>?, _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16,
     _ txt: UnsafeMutablePointer<AvahiStringList>?, _ flags: AvahiLookupResultFlags, _ userdata: UnsafeMutableRawPointer?
 ) {
-    defer { avahi_service_resolver_free(resolver) }
+    defer { coaty_avahi_service_resolver_free(resolver) }
     guard event == AVAHI_RESOLVER_FOUND, let address, let name, port > 0 else { return }
     var text = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX) + Int(IF_NAMESIZE) + 1)
-    avahi_address_snprint(&text, text.count, address)
+    coaty_avahi_address_snprint(&text, text.count, address)
     var addressText = string(from: text)
     // The announcement's protocol, as its removal names it (the address family is the same: it was asked for).
     let isIPv6 = `protocol` == AvahiProtocol(AVAHI_PROTO_INET6)

@@ -122,6 +122,7 @@ public enum AgentRunner {
         if let metrics { services.append(metrics) }
         services.append(NotifierService(notifier: notifier, agent: agent, logger: logger))
         services.append(DottedTopicCheck(agent: agent, logger: logger))
+        services.append(StartupCodeRelease(agent: agent, logger: logger))
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
             try await group.run()

@@ -7,7 +7,10 @@
 #   threads, VmRSS and RssAnon of the source agent 30 s after its start
 #   load       the machine's 1-minute load average at the end of the run (other work on the machine skews figures)
 # With several binaries, each count runs them one after the other (paired), so that they see the same machine load;
-# `ROUNDS` repeats the whole set.
+# `ROUNDS` repeats the whole set. Each coaty-edge binary is dropped from the page cache before its run, so that it is
+# read from the disk as after a boot: how a file came into the cache decides how much of it a fault maps (a freshly
+# copied binary sits in large folios that are mapped whole, about 2 MiB more VmRSS), which would favour one binary of
+# a pair.
 # mqtt-io runs in the same pairs when a Python that has it is given (MQTT_IO_PYTHON; `pip install mqtt-io==2.7.0` into
 # a virtual environment): the same zones, each read by a small mqtt-io sensor module written here (mqtt-io has no
 # sysfs thermal module; it opens, reads and parses the file as coaty-edge does) and published to `mqttio/sensor/N`;
@@ -58,6 +61,11 @@ received() {
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{sum += $1} END {print sum + 0}'; }
 status_kib() { awk -v key="$2:" '$1 == key {print $2}' "/proc/$1/status"; }
 
+# Drops a file's pages from the page cache (those of a file that no process maps).
+evict() {
+    python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
 # The mqtt-io side: a sensor module reading a sysfs temperature file, and a configuration with one sensor per zone.
 mqtt_io_seconds=$(python3 -c "
 import re, sys
@@ -104,6 +112,7 @@ runpy.run_module("mqtt_io", run_name="__main__", alter_sys=True)' "$work/mqtt-io
 measure() {  # KIND (coaty-edge or mqtt-io) BINARY COUNT -> one result line
     local kind=$1 binary=$2 count=$3 label=$2 values_topic='coaty/3/+/IOV/#'
     write_thermal_source "$count" "$interval"
+    [[ $kind == mqtt-io ]] || evict "$binary"
     if [[ $kind == mqtt-io ]]; then
         write_mqtt_io_source "$count"
         label="mqtt-io $("$mqtt_io_python" -c 'import mqtt_io; print(mqtt_io.VERSION)') every ${mqtt_io_seconds}s"
@@ -162,7 +171,9 @@ PY
     sleep 1  # the router forgets the stopped agent
 }
 
-"${binaries[0]}" run --config "$work/router.json" "${run_flags[@]}" &
+# The router agent runs a copy of the first binary: the measured file must be mapped by nobody when it is evicted.
+cp "${binaries[0]}" "$work/router-agent"
+"$work/router-agent" run --config "$work/router.json" "${run_flags[@]}" &
 pids+=($!)
 sleep 2
 
