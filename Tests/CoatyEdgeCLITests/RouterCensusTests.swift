@@ -14,7 +14,32 @@ import Testing
     static let context = "Census"
     static let sourceId = "5a1c0000-0000-4000-8000-000000000010"
 
-    static func configurations(broker: Int, sysfsRoot: String) -> (source: String, router: String, actor: String) {
+    /// Real agents of the census context on `broker`, started in this order: a router, an actor (its console
+    /// controller logs "Display received" for every value) and a source polling a thermal zone at 40 °C every 100 ms
+    /// in a sysfs tree of `scratch`; the source is started with `sourceArguments` too.
+    static func startAgents(
+        broker: TestBroker, in scratch: ScratchDirectory, sourceArguments: [String] = []
+    ) async throws -> (
+        source: CoatyTestSupport.ChildProcess, router: CoatyTestSupport.ChildProcess,
+        actor: CoatyTestSupport.ChildProcess
+    ) {
+        try scratch.write("40000\n", to: "sys/class/thermal/thermal_zone0/temp")
+        let sysfsRoot = scratch.url.appendingPathComponent("sys").path
+        let (source, router, actor) = configurations(broker: broker.port, sysfsRoot: sysfsRoot)
+        let routerAgent = try await Executable.start([
+            "run", "--config", try scratch.write(router, to: "router.json").path,
+        ])
+        let actorAgent = try await Executable.start([
+            "run", "--config", try scratch.write(actor, to: "actor.json").path,
+        ])
+        let sourceAgent = try await Executable.start(
+            ["run", "--config", try scratch.write(source, to: "source.json").path] + sourceArguments)
+        return (sourceAgent, routerAgent, actorAgent)
+    }
+
+    private static func configurations(
+        broker: Int, sysfsRoot: String
+    ) -> (source: String, router: String, actor: String) {
         let communication = #""communication": {"brokerUrl": "mqtt://127.0.0.1:\#(broker)"}"#
         let source = """
             {"common": {"agentIdentity": {"name": "source"}, "ioContextNodes": {"\(context)": {"ioSources": [
@@ -45,18 +70,7 @@ import Testing
     @Test func anActorThatAnswersTheCensusLateAfterABrokerRestartStaysAssociated() async throws {
         let broker = try await TestBroker.started()
         let scratch = try ScratchDirectory("coaty-cli")
-        try scratch.write("40000\n", to: "sys/class/thermal/thermal_zone0/temp")
-        let sysfsRoot = scratch.url.appendingPathComponent("sys").path
-        let (source, router, actor) = Self.configurations(broker: broker.port, sysfsRoot: sysfsRoot)
-        let routerAgent = try await Executable.start([
-            "run", "--config", try scratch.write(router, to: "router.json").path,
-        ])
-        let actorAgent = try await Executable.start([
-            "run", "--config", try scratch.write(actor, to: "actor.json").path,
-        ])
-        let sourceAgent = try await Executable.start([
-            "run", "--config", try scratch.write(source, to: "source.json").path,
-        ])
+        let (sourceAgent, routerAgent, actorAgent) = try await Self.startAgents(broker: broker, in: scratch)
         defer {
             for agent in [routerAgent, actorAgent, sourceAgent] { kill(agent.processIdentifier, SIGCONT) }
         }

@@ -42,18 +42,8 @@ import Testing
     @Test func theAgentReleasesItsStartUpCodeAndGoesOnPublishing() async throws {
         let broker = try await TestBroker.started()
         let scratch = try ScratchDirectory("coaty-cli")
-        try scratch.write("40000\n", to: "sys/class/thermal/thermal_zone0/temp")
-        let sysfsRoot = scratch.url.appendingPathComponent("sys").path
-        let (source, router, actor) = RouterCensusTests.configurations(broker: broker.port, sysfsRoot: sysfsRoot)
-        let routerAgent = try await Executable.start([
-            "run", "--config", try scratch.write(router, to: "router.json").path,
-        ])
-        let actorAgent = try await Executable.start([
-            "run", "--config", try scratch.write(actor, to: "actor.json").path,
-        ])
-        let sourceAgent = try await Executable.start([
-            "run", "--config", try scratch.write(source, to: "source.json").path, "--log-level", "debug",
-        ])
+        let (sourceAgent, routerAgent, actorAgent) = try await RouterCensusTests.startAgents(
+            broker: broker, in: scratch, sourceArguments: ["--log-level", "debug"])
         try await sourceAgent.line(
             containing: "unmapped the read-only pages of the program and its libraries", onErrors: true,
             within: .seconds(60))
