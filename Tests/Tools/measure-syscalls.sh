@@ -3,15 +3,17 @@
 # associated by a router in a second agent over a private mosquitto. Once values flow, `strace -f -c` attaches to the
 # source agent for SECONDS; the values are those the router agent's actor received meanwhile (its Prometheus
 # counter). Prints write, read, poll, futex and all calls per value, failed writes (EAGAIN) per value, and the load.
+# TRACE=router traces the receiving side instead: the router agent, whose actor takes every value (first binary).
 # With several binaries they run one after the other. strace slows the agent: compare calls per value, not rates.
 # Usage: Tests/Tools/measure-syscalls.sh [BINARY...]   (default: the release build of this checkout)
-#   COUNT=100 INTERVAL=100ms TRACE_SECONDS=10. Needs mosquitto, strace, curl, python3.
+#   COUNT=100 INTERVAL=100ms TRACE_SECONDS=10 TRACE=source. Needs mosquitto, strace, curl, python3.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 name=syscalls
 count=${COUNT:-100}
 interval=${INTERVAL:-100ms}
 seconds=${TRACE_SECONDS:-10}
+traced_side=${TRACE:-source}
 (($#)) && export COATY_EDGE_BINARY=$1
 # shellcheck source=Tests/Tools/measurement-broker.sh
 source "$repo/Tests/Tools/measurement-broker.sh"
@@ -37,9 +39,10 @@ received() {
 }
 
 "${binaries[0]}" run --config "$work/router.json" "${run_flags[@]}" &
-pids+=($!)
+router=$!
+pids+=("$router")
 sleep 2
-echo "source agent with $count thermal zones every $interval, traced for $seconds s"
+echo "$traced_side agent, source agent with $count thermal zones every $interval, traced for $seconds s"
 printf '%40s %9s %7s %7s %7s %7s %9s %9s %6s\n' binary values write read poll futex "all" "EAGAIN" load
 for binary in "${binaries[@]}"; do
     "$binary" run --config "$work/source.json" "${run_flags[@]}" &
@@ -50,7 +53,9 @@ for binary in "${binaries[@]}"; do
     done
     sleep 2
     before=$(received)
-    timeout -s INT "$seconds" strace -f -c -o "$work/strace.txt" -p "$agent" 2>/dev/null || true
+    traced=$agent
+    [[ $traced_side == router ]] && traced=$router
+    timeout -s INT "$seconds" strace -f -c -o "$work/strace.txt" -p "$traced" 2>/dev/null || true
     after=$(received)
     load=$(cut -d' ' -f1 /proc/loadavg)
     kill -TERM "$agent"
