@@ -3,9 +3,15 @@
 #endif
 
 /// Runs `body` on a new detached thread, for blocking calls that must not hold one of the concurrency pool's
-/// threads; returns 0, or the error of pthread_create (then `body` is not run and is released).
-package func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+/// threads; returns 0, or the error of pthread_create (then `body` is not run and is released). With a `name`, the
+/// thread carries it (what `top -H`, `perf` and `/proc/PID/task/*/comm` show; at most 15 bytes are kept).
+package func startDetachedThread(named name: String? = nil, _ body: @escaping @Sendable () -> Void) -> Int32 {
+    let context = Unmanaged.passRetained(
+        ThreadBody {
+            if let name { nameCurrentThread(name) }
+            body()
+        }
+    ).toOpaque()
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     defer { pthread_attr_destroy(&attributes) }
@@ -20,6 +26,16 @@ package func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int3
         }, context)
     if result != 0 { Unmanaged<ThreadBody>.fromOpaque(context).release() }
     return result
+}
+
+/// Names the calling thread through /proc: Swift's Glibc does not declare `pthread_setname_np`, a GNU extension. A
+/// failure leaves the inherited name.
+private func nameCurrentThread(_ name: String) {
+    let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    defer { close(descriptor) }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
 }
 
 private final class ThreadBody: Sendable {

@@ -54,10 +54,7 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
                     body(thread)
                     continuation.resume()
                 }
-                let started = startDetachedThread {
-                    Self.nameThisThread("sensor polls")
-                    poll()
-                }
+                let started = startDetachedThread(named: "sensor polls", poll)
                 // No thread to be had (the process is at its limit): polling holds this cooperative thread rather
                 // than stopping.
                 if started != 0 { poll() }
@@ -88,15 +85,6 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
         isStopped = true
         pthread_cond_signal(condition)
         pthread_mutex_unlock(mutex)
-    }
-
-    /// Names the calling thread (what `top -H`, `perf` and `/proc/PID/task/*/comm` show); Swift's Glibc does not
-    /// declare `pthread_setname_np`, a GNU extension. At most 15 bytes; a failure leaves the inherited name.
-    private static func nameThisThread(_ name: String) {
-        let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard file >= 0 else { return }
-        defer { close(file) }
-        _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
     }
 
     private static func monotonicNow() -> Duration {

@@ -121,7 +121,7 @@ private final class PathWatch: Sendable {
     }
 
     func start() throws(RuleLoadError) {
-        let result = startDetachedThread { self.run() }
+        let result = startDetachedThread(named: "rules-watcher") { self.run() }
         guard result == 0 else {
             closeDescriptors()
             throw Self.failure(watcher.path, "cannot watch the rules: pthread_create: \(SystemError(code: result))")
@@ -152,7 +152,6 @@ private final class PathWatch: Sendable {
     }
 
     private func run() {
-        Self.nameCurrentThread("rules-watcher")
         defer {
             closeDescriptors()
             continuation.finish()
@@ -287,15 +286,6 @@ private final class PathWatch: Sendable {
                 offset += headerSize + Int(event.len)
             }
         }
-    }
-
-    /// Names the thread (as `top -H` and /proc show it) through /proc, which needs no non-portable pthread call.
-    private static func nameCurrentThread(_ name: String) {
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        var bytes = Array(name.utf8.prefix(15))
-        _ = write(descriptor, &bytes, bytes.count)
     }
 }
 
