@@ -8,14 +8,15 @@ import ServiceLifecycle
 #endif
 
 /// Unmaps the read-only pages of the program and its libraries once, a few seconds after the agent first came online,
-/// so that the code that only starting up ran (parsing the arguments and the configuration, building the controllers and devices, the
-/// first advertisements) stops counting in its resident memory; what runs afterwards comes back on first use.
+/// so that the code only starting up ran (parsing the arguments and the configuration, building the controllers and
+/// devices, the first advertisements) stops counting in its resident memory; what runs afterwards comes back on
+/// first use.
 ///
 /// Why it pays: the kernel maps a program's file pages 64 KiB at a time around each page touched (fault-around), and
 /// starting up touches most of the static binary's 14 MiB of code: about 11 MiB of it stayed resident for good,
-/// while a running agent uses about 3 MiB; libc, libstdc++ and libcrypto kept about 2.5 MiB more of which it uses less
-/// than a third. The pages are clean file pages that stay in the page cache (shared, and
-/// reclaimable under memory pressure); only this process's mapping of them goes.
+/// while a running agent uses about 3 MiB; libc, libstdc++ and libcrypto kept about 2.5 MiB more, of which it uses
+/// less than a third. The pages are clean file pages that stay in the page cache (shared, and reclaimable under
+/// memory pressure); only this process's mapping of them goes.
 struct StartupCodeRelease: Service {
     let agent: Container
     let logger: Logger

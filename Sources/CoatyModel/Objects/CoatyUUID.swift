@@ -20,7 +20,7 @@ public enum CoatyUUID {
     /// `count` ids from one read of the system's random source, rather than two getrandom() calls each: a requester
     /// makes the correlation ids of its spare response topics a batch at a time, between a request and its response.
     /// Falls back to `random()` where the source cannot be read.
-    public static func random(count: Int) -> [String] {
+    package static func random(count: Int) -> [String] {
         guard count > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: 16 * count)
         guard randomSource >= 0, bytes.withUnsafeMutableBytes({ fill($0, from: randomSource) }) else {
