@@ -24,7 +24,7 @@ import Testing
         let pid = agent.processIdentifier
         let open = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { Int($0) })
         try #require(open.isSuperset(of: [0, 1, 2]))
-        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let limits = try procFile("/proc/\(pid)/limits")
         let openFiles = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
         let fields = openFiles.split(separator: " ")  // Max open files SOFT HARD files
         try #require(fields.count == 6)
