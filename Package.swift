@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
+//   C shims                 CMosquitto, CMosquittoInput, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
 //   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
@@ -64,6 +64,9 @@ let package = Package(
         .target(name: "CBuildInfo", cSettings: [.define("COATY_EDGE_COMMIT", to: "\"\(buildCommit)\"")]),
         // Unmapping the program's read-only pages once the agent has started (start-up code is not kept resident).
         .target(name: "CProgramPages"),
+        // libmosquitto's reads of the broker socket served from a buffer: a burst of packets in one read() rather than
+        // three per packet.
+        .target(name: "CMosquittoInput", linkerSettings: [.linkedLibrary("dl")]),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -77,7 +80,7 @@ let package = Package(
         .target(name: "CoatyFiles"),
 
         // Communication.
-        .target(name: "CoatyMQTT", dependencies: ["CMosquitto"]),
+        .target(name: "CoatyMQTT", dependencies: ["CMosquitto", "CMosquittoInput"]),
         // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
         // libavahi-client is loaded with dlopen at the first browse, so that an agent with a broker URL does not map it
         // and the libraries it pulls in (D-Bus, libsystemd, gcrypt, compressors: about 1 MiB); its headers only build.
@@ -203,7 +206,7 @@ let package = Package(
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
-        .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "MQTTTestSupport"]),
+        .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "CMosquittoInput", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(
             name: "CoatyCommunicationTests",

@@ -1,4 +1,5 @@
 import CMosquitto
+import CMosquittoInput
 import Glibc
 import Synchronization
 
@@ -8,6 +9,9 @@ import Synchronization
 /// `_misc`) rather than `mosquitto_loop`: it also waits on an eventfd, so that it can run the jobs of a
 /// `ConnectionExecutor` between reads and writes, and be woken for them. libmosquitto's own wake-up pipe, written
 /// for every packet it queues and read only by its own loop, is closed before the connect (`LibraryWakePipe`).
+/// libmosquitto's reads of the socket go through a buffer of the network thread (`CMosquittoInput`), and the thread
+/// reads every packet of the buffer before it polls again: a burst of values costs one read() and one poll(), where
+/// libmosquitto alone reads each packet with three read() calls, one packet per poll.
 /// It reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own schedule and retries failed TCP
 /// connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
@@ -78,6 +82,15 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         mosquitto_destroy(handle)
         close(wakeEvent)
     }
+
+    /// Whether libmosquitto's reads of the broker socket go through the network thread's buffer (false where
+    /// libmosquitto's dynamic section was not understood: it then reads packet by packet, as without the buffer).
+    package static var readsAreBuffered: Bool { libraryReadsBuffered }
+
+    /// The read() calls the network thread's buffer has made on the current connection's socket (0 where reads are
+    /// not buffered); for tests and benchmarks.
+    package var socketReads: Int { socketReadCount.load(ordering: .relaxed) }
+    fileprivate let socketReadCount = Atomic<Int>(0)
 
     /// Whether libmosquitto still has its wake-up pipe (see `LibraryWakePipe`): true until `connect`, and after it
     /// only where libmosquitto's layout was not recognised.
@@ -370,6 +383,11 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
 
 /// What the network thread works with; libmosquitto's callbacks receive it as their userdata.
 private final class NetworkSession {
+    /// A burst of values arrives in one read() of up to this many bytes (about 100 values of a thermal zone).
+    static let readBufferCapacity = 16 * 1024
+    /// The packets read from the buffer before the thread runs its jobs and writes again.
+    static let packetsPerTurn = 256
+
     let transport: MosquittoTransport
     let options: MQTTConnectOptions
     let executor: ConnectionExecutor
@@ -447,6 +465,11 @@ private final class NetworkSession {
 
         let socket = dup(mosquitto_socket(handle))
         guard socket >= 0 else { return "cannot duplicate the socket: \(String(cString: strerror(errno)))" }
+        // A buffer that cannot be had (memory is short) leaves libmosquitto reading the socket directly.
+        if libraryReadsBuffered {
+            _ = coaty_read_buffer_attach(mosquitto_socket(handle), Self.readBufferCapacity)
+            transport.socketReadCount.store(0, ordering: .relaxed)
+        }
         transport.state.withLock { state in
             state.socket = socket
             state.connectionSerial += 1
@@ -456,6 +479,8 @@ private final class NetworkSession {
         rc = serve()
         // Before anything else can change errno, which `describe` may read.
         let reason = failure ?? describe(rc)
+        // What the buffer still holds belongs to the connection that ended.
+        coaty_read_buffer_detach()
         if rc == MOSQ_ERR_SUCCESS.rawValue {
             disconnectCleanly()
         }
@@ -499,7 +524,9 @@ private final class NetworkSession {
                 rc = mosquitto_loop_write(handle, 1)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
-            let ready = waitForWork(on: socket, until: ContinuousClock.now + keepAliveCheck)
+            // Packets left in the read buffer are read at once: poll() sees only the socket.
+            let wait = coaty_read_buffer_pending() > 0 ? .zero : keepAliveCheck
+            let ready = waitForWork(on: socket, until: ContinuousClock.now + wait)
             if !accepted && options.tls != nil {
                 rc = mosquitto_loop(handle, 0, 1)
                 if rc == MOSQ_ERR_INVAL.rawValue && socket >= FD_SETSIZE {
@@ -517,11 +544,22 @@ private final class NetworkSession {
 
     /// Reads what arrived and writes what is left of a packet that did not fit into the socket's buffer before, as
     /// `ready` (the socket's poll events) says; libmosquitto's error, or success.
+    ///
+    /// `mosquitto_loop_read` reads one packet when nothing of QoS 1 or 2 is in flight; it is called again while the
+    /// read buffer holds bytes, up to `packetsPerTurn` times, so that queued jobs and writes take their turn while a
+    /// peer floods the connection (`serve` then polls without waiting, as poll() cannot see the buffered bytes).
     private func readAndWrite(_ ready: Int16) -> Int32 {
         let handle = transport.handle
-        if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-            let rc = mosquitto_loop_read(handle, 1)
-            guard rc == MOSQ_ERR_SUCCESS.rawValue else { return rc }
+        if ready & Int16(POLLIN | POLLHUP | POLLERR) != 0 || coaty_read_buffer_pending() > 0 {
+            var packets = 0
+            repeat {
+                let rc = mosquitto_loop_read(handle, 1)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else { return rc }
+                packets += 1
+            } while packets < Self.packetsPerTurn && coaty_read_buffer_pending() > 0
+            if libraryReadsBuffered {
+                transport.socketReadCount.store(Int(coaty_read_buffer_system_reads()), ordering: .relaxed)
+            }
         }
         return ready & Int16(POLLOUT) != 0 ? mosquitto_loop_write(handle, 1) : MOSQ_ERR_SUCCESS.rawValue
     }
@@ -654,6 +692,9 @@ private func notify(_ eventDescriptor: Int32) {
 
 /// `mosquitto_lib_init` must run once per process before any client; a global is initialised exactly once.
 private let libraryInitialization = mosquitto_lib_init()
+
+/// Whether libmosquitto's read() now goes through `coaty_buffered_read`, decided once per process.
+private let libraryReadsBuffered = coaty_mosquitto_buffer_reads() > 0
 
 // The C callbacks are global functions: a closure could inherit an actor isolation that libmosquitto's thread
 // does not have.
