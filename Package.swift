@@ -3,7 +3,8 @@ import PackageDescription
 
 // Layers, each depending only on the ones above it:
 //   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
-//   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
+//   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls, the
+//                           timespec of their waits)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
@@ -69,7 +70,8 @@ let package = Package(
         .target(name: "CoatyJSON"),
         // The instant type of the timelines that loops and controllers count from their own start over any clock.
         .target(name: "ElapsedTime"),
-        // A detached thread for calls that block, which must not hold one of the concurrency pool's threads.
+        // A detached thread for calls that block, which must not hold one of the concurrency pool's threads; and the
+        // one conversion of a Duration to the timespec that their waits (nanosleep, pthread_cond_timedwait) take.
         .target(name: "DetachedThread"),
         // Coaty objects, events, topics and filters.
         .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),

@@ -99,8 +99,7 @@ public final class MetricsServer: Sendable {
     }
 
     private func pause(for duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var remaining = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec(duration)
         var interval = remaining
         while nanosleep(&interval, &remaining) != 0 && errno == EINTR { interval = remaining }
     }
