@@ -715,12 +715,12 @@ public final class CommunicationManager: Sendable {
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            let observers = zip(taken.correlationIds, taken.topicFilters).map { correlationId, topicFilter in
+            let observers = taken.responseTopics.map { topic in
                 let id = state.makeObserverId()
-                let key = RoutingKey(responseType, filter: nil, correlationId: correlationId)
+                let key = RoutingKey(responseType, filter: nil, correlationId: topic.correlationId)
                 state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
-                state.observerSubscriptions[id] = (key, topicFilter, true)
-                return (id, correlationId)
+                state.observerSubscriptions[id] = (key, topic.topicFilter, true)
+                return (id, topic.correlationId)
             }
             return (observers, taken.subscribeAfter, taken.unsubscribeAfter)
         }
