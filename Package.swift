@@ -3,7 +3,8 @@ import PackageDescription
 
 // Layers, each depending only on the ones above it:
 //   C shims                 CMosquitto, CMosquittoInput, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
-//   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
+//   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls, the
+//                           timespec of their waits)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
 //   shared objects          CoatySharedObjects (versioned key/value objects and messages between agents)
@@ -19,18 +20,6 @@ import PackageDescription
 //                           from coaty-edge so that the agent does not map the HTTP server library)
 //   testing                 CoatyTesting (the helpers users test their controllers with: in-memory broker, real
 //                           mosquitto, manual clock, recorders), under the suites' CoatyTestSupport and MQTTTestSupport
-// The commit `coaty-edge --version` reports: COATY_EDGE_COMMIT from the build's environment (deploy/package.sh sets it,
-// as SwiftPM may reuse a manifest evaluated before the last commit), else the checkout's HEAD.
-let buildCommit: String = {
-    if let commit = Context.environment["COATY_EDGE_COMMIT"], !commit.isEmpty,
-        commit.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })
-    {
-        return commit
-    }
-    guard let git = Context.gitInformation else { return "unknown" }
-    return git.currentCommit + (git.hasUncommittedChanges ? "-dirty" : "")
-}()
-
 let package = Package(
     name: "coaty-edge",
     platforms: [.macOS(.v15)],
@@ -60,8 +49,8 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
         .systemLibrary(name: "CI2C"),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod"),
-        // The commit the binary was built from and whether its Swift runtime is linked in (coaty-edge --version).
-        .target(name: "CBuildInfo", cSettings: [.define("COATY_EDGE_COMMIT", to: "\"\(buildCommit)\"")]),
+        // Whether the binary's Swift runtime is linked in (coaty-edge --version).
+        .target(name: "CBuildInfo"),
         // Unmapping the program's read-only pages once the agent has started (start-up code is not kept resident).
         .target(name: "CProgramPages"),
         // libmosquitto's reads of the broker socket served from a buffer: a burst of packets in one read() rather than
@@ -72,7 +61,8 @@ let package = Package(
         .target(name: "CoatyJSON"),
         // The instant type of the timelines that loops and controllers count from their own start over any clock.
         .target(name: "ElapsedTime"),
-        // A detached thread for calls that block, which must not hold one of the concurrency pool's threads.
+        // A detached thread for calls that block, which must not hold one of the concurrency pool's threads; and the
+        // one conversion of a Duration to the timespec that their waits (nanosleep, pthread_cond_timedwait) take.
         .target(name: "DetachedThread"),
         // Coaty objects, events, topics and filters.
         .target(name: "CoatyModel", dependencies: ["CoatyJSON"]),
@@ -176,11 +166,15 @@ let package = Package(
                 "CoatyEdgeCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The commit `coaty-edge --version` reports, from git at build time (Plugins/BuildCommit says why not from
+        // this manifest); written into the thin executable, so that a new commit recompiles it alone.
+        .plugin(name: "BuildCommit", capability: .buildTool()),
         .executableTarget(
             name: "coaty-edge",
             dependencies: [
                 "CoatyEdgeCLI", "CoatyEdgeOptions", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ],
+            plugins: ["BuildCommit"]),
 
         // Testing helpers for users' own controllers (the CoatyTesting product): an in-memory broker, a real mosquitto
         // on 127.0.0.1 on a free port, a manual clock, recorders; with EdgeEmulation's emulated chips.

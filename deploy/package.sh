@@ -72,19 +72,15 @@ trap 'rm -rf "$work"' EXIT
 # --- The binary --------------------------------------------------------------------------------------------------------
 
 if [[ -z $binary ]]; then
-    commit=$(git -C "$REPO_DIR" rev-parse HEAD 2>/dev/null || echo unknown)
-    if [[ $commit != unknown ]] && [[ -n $(git -C "$REPO_DIR" status --porcelain --untracked-files=no) ]]; then
-        commit+=-dirty
-    fi
     build=(swift build -c release --static-swift-stdlib --product coaty-edge --scratch-path "$REPO_DIR/.build-package")
-    say "building: ${build[*]} (commit $commit)"
-    if ! (cd "$REPO_DIR" && COATY_EDGE_COMMIT=$commit "${build[@]}") >"$work/build.log" 2>&1; then
+    say "building: ${build[*]}"
+    if ! (cd "$REPO_DIR" && "${build[@]}") >"$work/build.log" 2>&1; then
         grep -E "error" "$work/build.log" >&2 || tail -n 20 "$work/build.log" >&2
         die "the build failed"
     fi
     # The linker's note on mktemp inside the toolchain's static Foundation is not this project's to fix: left out.
     grep -E "warning: " "$work/build.log" | grep -v "/swift_static/.*the use of .mktemp. is dangerous" >&2 || true
-    binary=$(cd "$REPO_DIR" && COATY_EDGE_COMMIT=$commit "${build[@]}" --show-bin-path)/coaty-edge
+    binary=$(cd "$REPO_DIR" && "${build[@]}" --show-bin-path)/coaty-edge
 fi
 [[ -f $binary && -x $binary ]] || die "$binary is not an executable file"
 
@@ -98,6 +94,8 @@ esac
 if readelf -d "$binary" | grep -E 'NEEDED.*\[lib(swift|Foundation|dispatch|BlocksRuntime)' >&2; then
     die "$binary needs the Swift runtime's shared libraries (above): build it with --static-swift-stdlib"
 fi
+# The commit the binary says it was built from, for the packages' changelog; "unknown" when it cannot run here.
+commit=$("$binary" --version 2>/dev/null | awk '$1 == "commit" { print $2 }') || commit=""
 if [[ -z $version ]]; then
     version=$("$binary" --version 2>/dev/null | awk 'NR == 1 && $1 == "coaty-edge" { print $2 }') ||
         die "$binary --version failed; give --version for a binary that cannot run here"

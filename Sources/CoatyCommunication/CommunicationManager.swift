@@ -136,7 +136,7 @@ public final class CommunicationManager: Sendable {
             [Int: (filter: String, continuation: ObservationStream<(topic: String, payload: [UInt8])>.Continuation)] =
                 [:]
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
-        /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoutes`.
+        /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoute`, route by route.
         var ioRoutes: [String: IoRouteDelivery] = [:]
         /// Zero-loss delivery, actor side: per source associated with an own actor, where its sequence stands.
         var zeroLossInboxes: [String: ZeroLossInbox] = [:]
@@ -715,12 +715,12 @@ public final class CommunicationManager: Sendable {
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            let observers = zip(taken.correlationIds, taken.topicFilters).map { correlationId, topicFilter in
+            let observers = taken.responseTopics.map { topic in
                 let id = state.makeObserverId()
-                let key = RoutingKey(responseType, filter: nil, correlationId: correlationId)
+                let key = RoutingKey(responseType, filter: nil, correlationId: topic.correlationId)
                 state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
-                state.observerSubscriptions[id] = (key, topicFilter, true)
-                return (id, correlationId)
+                state.observerSubscriptions[id] = (key, topic.topicFilter, true)
+                return (id, topic.correlationId)
             }
             return (observers, taken.subscribeAfter, taken.unsubscribeAfter)
         }
@@ -886,7 +886,7 @@ public final class CommunicationManager: Sendable {
             let effects = state.routing.apply(event)
             for route in effects.subscribeRoutes { addSubscription(route, in: &state) }
             for route in effects.unsubscribeRoutes { removeSubscription(route, in: &state) }
-            rebuildIoRoutes(in: &state)
+            for route in effects.actorChangedRoutes { rebuildIoRoute(route, in: &state) }
             if options.zeroLoss != nil { newZeroLoss = updateZeroLossSubscriptions(in: &state) }
             let delivery = effects.states.flatMap { pointId, ioState in
                 (state.ioStateObservers[pointId]?.values).map { $0.map { ($0, ioState) } } ?? []
@@ -916,21 +916,9 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// `rebuildIoRoute` for every route: those delivered to now and those that have monitors or own actors.
-    private func rebuildIoRoutes(in state: inout State) {
-        let gone = state.ioRoutes.keys.filter {
-            state.routeMonitors[$0] == nil && state.routing.actorsByRoute[$0] == nil
-        }
-        for route in gone { rebuildIoRoute(route, in: &state) }
-        for route in state.routeMonitors.keys { rebuildIoRoute(route, in: &state) }
-        for route in state.routing.actorsByRoute.keys where state.routeMonitors[route] == nil {
-            rebuildIoRoute(route, in: &state)
-        }
-    }
-
-    /// The delivery of one route, from `routing`, `ioValueReceivers` and `routeMonitors`; alone for the one route whose
-    /// monitors changed: a monitor of every route (`observe` of a large fleet) comes and goes without rebuilding all
-    /// of them, which made starting and stopping it quadratic.
+    /// The delivery of one route, from `routing`, `ioValueReceivers` and `routeMonitors`; rebuilt alone for each route
+    /// whose monitors, own actors or their receivers changed: rebuilding all of them for a monitor of every route
+    /// (`observe` of a large fleet) or for each of many own actors as it is associated made both quadratic.
     private func rebuildIoRoute(_ route: String, in state: inout State) {
         let monitors = state.routeMonitors[route].map { Array($0.values) } ?? []
         var receivers: [IoRouteReceiver]?
@@ -1084,7 +1072,7 @@ public final class CommunicationManager: Sendable {
             let id = state.makeObserverId()
             state.ioValueReceivers[actor.objectId, default: []].append(
                 IoValueReceiver(id: id, deliver: deliver, reject: reject, hasRoom: hasRoom, finish: finish))
-            rebuildIoRoutes(in: &state)
+            for route in state.routing.routes(ofActor: actor.objectId) { rebuildIoRoute(route, in: &state) }
             return id
         }
     }
@@ -1094,7 +1082,7 @@ public final class CommunicationManager: Sendable {
             guard let index = state.ioValueReceivers[actor.objectId]?.firstIndex(where: { $0.id == id }) else { return }
             state.ioValueReceivers[actor.objectId]?.remove(at: index)
             if state.ioValueReceivers[actor.objectId]?.isEmpty == true { state.ioValueReceivers[actor.objectId] = nil }
-            rebuildIoRoutes(in: &state)
+            for route in state.routing.routes(ofActor: actor.objectId) { rebuildIoRoute(route, in: &state) }
         }
     }
 

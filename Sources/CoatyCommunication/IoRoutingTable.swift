@@ -13,12 +13,16 @@ struct IoRoutingTable: Sendable {
     struct Effects: Sendable, Equatable {
         var subscribeRoutes: [String] = []
         var unsubscribeRoutes: [String] = []
+        /// The routes on which an own actor was added or removed (or which came or went): the manager rebuilds the
+        /// delivery of these alone.
+        var actorChangedRoutes: [String] = []
         var states: [(pointId: String, state: IoState)] = []
         /// The association was refused: its own point has `maximumAssociations` already. Nothing changed.
         var isRefused = false
 
         static func == (lhs: Effects, rhs: Effects) -> Bool {
             lhs.subscribeRoutes == rhs.subscribeRoutes && lhs.unsubscribeRoutes == rhs.unsubscribeRoutes
+                && lhs.actorChangedRoutes == rhs.actorChangedRoutes
                 && lhs.states.map(\.pointId) == rhs.states.map(\.pointId)
                 && lhs.states.map(\.state) == rhs.states.map(\.state)
                 && lhs.isRefused == rhs.isRefused
@@ -32,6 +36,9 @@ struct IoRoutingTable: Sendable {
     private(set) var sources: [String: SourceEntry] = [:]
     /// Per route, per own actor, the sources associated on it.
     private(set) var actorsByRoute: [String: [String: [String]]] = [:]
+    /// `actorsByRoute` the other way round: per own actor, per source associated with it, the route of the pair (a
+    /// pair is on one route at a time), so that an Associate finds its pair without looking at every route.
+    private var routesByActor: [String: [String: String]] = [:]
     private let ownSourceIds: Set<String>
     private let ownActorIds: Set<String>
 
@@ -49,14 +56,16 @@ struct IoRoutingTable: Sendable {
     /// The own actors that receive values on a route.
     func actors(on route: String) -> [String]? { actorsByRoute[route].map { Array($0.keys) } }
 
+    /// The routes on which an own actor receives values.
+    func routes(ofActor actorId: String) -> Set<String> { routesByActor[actorId].map { Set($0.values) } ?? [] }
+
     /// The state an IO point reports when it is first observed.
     func initialState(of pointId: String) -> IoState {
         if let entry = sources[pointId] {
             return IoState(hasAssociations: true, updateRate: entry.updateRate)
         }
         // The update rate never reaches actors.
-        let isAssociated = actorsByRoute.values.contains { $0[pointId] != nil }
-        return IoState(hasAssociations: isAssociated, updateRate: nil)
+        return IoState(hasAssociations: routesByActor[pointId] != nil, updateRate: nil)
     }
 
     mutating func apply(_ event: AssociateEvent) -> Effects {
@@ -105,9 +114,8 @@ struct IoRoutingTable: Sendable {
         }
         if isActor {
             // The pair moves to the new route, so only the actor's other sources count.
-            let otherSources = actorsByRoute.values.reduce(0) { count, actors in
-                count + (actors[event.ioActorId]?.count { $0 != event.ioSourceId } ?? 0)
-            }
+            let sources = routesByActor[event.ioActorId] ?? [:]
+            let otherSources = sources.count - (sources[event.ioSourceId] == nil ? 0 : 1)
             if otherSources >= Self.maximumAssociations { return false }
         }
         return true
@@ -143,32 +151,35 @@ struct IoRoutingTable: Sendable {
 
     private mutating func associateActor(_ actorId: String, sourceId: String, route: String, effects: inout Effects) {
         disassociateActor(actorId, sourceId: sourceId, except: route, effects: &effects)
-        if var actors = actorsByRoute[route] {
-            var sourceIds = actors[actorId] ?? []
-            if !sourceIds.contains(sourceId) { sourceIds.append(sourceId) }
-            actors[actorId] = sourceIds
-            actorsByRoute[route] = actors
-        } else {
+        routesByActor[actorId, default: [:]][sourceId] = route
+        if actorsByRoute[route] == nil {
             actorsByRoute[route] = [actorId: [sourceId]]
             effects.subscribeRoutes.append(route)
+            effects.actorChangedRoutes.append(route)
+        } else if actorsByRoute[route]?[actorId] == nil {
+            actorsByRoute[route]?[actorId] = [sourceId]
+            effects.actorChangedRoutes.append(route)
+        } else if actorsByRoute[route]?[actorId]?.contains(sourceId) == false {
+            actorsByRoute[route]?[actorId]?.append(sourceId)
         }
     }
 
-    /// Removes the pair from one route (`onlyOn`), or from every route but `except`; unsubscribes routes left empty.
+    /// Removes the pair from its route if that is `onlyOn` (when given) and not `except`; unsubscribes a route left
+    /// empty.
     private mutating func disassociateActor(
         _ actorId: String, sourceId: String, onlyOn: String? = nil, except: String? = nil, effects: inout Effects
     ) {
-        let routes = onlyOn.map { [$0] } ?? Array(actorsByRoute.keys)
-        for route in routes where route != except {
-            guard var actors = actorsByRoute[route], var sourceIds = actors[actorId] else { continue }
-            sourceIds.removeAll { $0 == sourceId }
-            actors[actorId] = sourceIds.isEmpty ? nil : sourceIds
-            if actors.isEmpty {
-                actorsByRoute[route] = nil
-                effects.unsubscribeRoutes.append(route)
-            } else {
-                actorsByRoute[route] = actors
-            }
+        guard let route = routesByActor[actorId]?[sourceId], route != except, onlyOn == nil || route == onlyOn
+        else { return }
+        routesByActor[actorId]?[sourceId] = nil
+        if routesByActor[actorId]?.isEmpty == true { routesByActor[actorId] = nil }
+        actorsByRoute[route]?[actorId]?.removeAll { $0 == sourceId }
+        guard actorsByRoute[route]?[actorId]?.isEmpty == true else { return }
+        actorsByRoute[route]?[actorId] = nil
+        effects.actorChangedRoutes.append(route)
+        if actorsByRoute[route]?.isEmpty == true {
+            actorsByRoute[route] = nil
+            effects.unsubscribeRoutes.append(route)
         }
     }
 }

@@ -29,28 +29,27 @@ struct ResponseSubscriptions {
     /// Ended topics are given up as their requests end once this many wait for a next request.
     static let maximumEnded = 4 * batchSize
 
+    /// A correlation id with its response topic, made together so that the topic is built once.
+    struct ResponseTopic: Equatable {
+        var correlationId: String
+        var topicFilter: String
+    }
+
     /// What requests get: per request its correlation id and response topic; the topics to subscribe before the
     /// requests are published (the first request of a response type: its own and the spares), and those to subscribe
     /// (spares refilled) and give up (ended ones) after.
     struct Taken: Equatable {
-        var correlationIds: [String]
-        var topicFilters: [String]
+        var responseTopics: [ResponseTopic]
         var subscribeBefore: [String]
         var subscribeAfter: [String]
         var unsubscribeAfter: [String]
-    }
-
-    /// A correlation id with its response topic, made together so that the topic is built once.
-    private struct Spare {
-        var correlationId: String
-        var topicFilter: String
     }
 
     let maximumPending: Int
     /// Makes that many fresh correlation ids.
     private let makeCorrelationIds: (Int) -> [String]
     /// Correlation ids whose topics are subscribed and unused, per response type.
-    private var spares: [CoatyEventType: [Spare]] = [:]
+    private var spares: [CoatyEventType: [ResponseTopic]] = [:]
     /// Topics of ended requests, still subscribed.
     private(set) var ended: [String] = []
     private(set) var pendingCount = 0
@@ -70,23 +69,20 @@ struct ResponseSubscriptions {
         pendingCount += count
         // Taken out of the dictionary while it changes, so that the array is not copied.
         var available = spares.removeValue(forKey: responseType) ?? []
-        var taken = Taken(
-            correlationIds: [], topicFilters: [], subscribeBefore: [], subscribeAfter: [], unsubscribeAfter: [])
+        var taken = Taken(responseTopics: [], subscribeBefore: [], subscribeAfter: [], unsubscribeAfter: [])
         for _ in 0..<count {
             if let spare = available.popLast() {
-                taken.correlationIds.append(spare.correlationId)
-                taken.topicFilters.append(spare.topicFilter)
+                taken.responseTopics.append(spare)
             } else {
                 let fresh = makeCorrelationIds(1)[0]
                 let topicFilter = filter(fresh)
-                taken.correlationIds.append(fresh)
-                taken.topicFilters.append(topicFilter)
+                taken.responseTopics.append(ResponseTopic(correlationId: fresh, topicFilter: topicFilter))
                 taken.subscribeBefore.append(topicFilter)
             }
         }
         if available.count <= Self.spareCount - Self.batchSize {
             let fresh = makeCorrelationIds(Self.spareCount - available.count).map { correlationId in
-                Spare(correlationId: correlationId, topicFilter: filter(correlationId))
+                ResponseTopic(correlationId: correlationId, topicFilter: filter(correlationId))
             }
             // The first request of a type subscribes its own topic and the spares in one packet, ahead of it.
             if taken.subscribeBefore.isEmpty {

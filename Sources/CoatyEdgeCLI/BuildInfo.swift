@@ -5,9 +5,6 @@ public enum BuildInfo {
     /// The release; deploy/package.sh names the Debian package after it. Raise it with every release.
     public static let version = "0.9.0"
 
-    /// The git commit of the build, or "unknown" (built outside a git checkout); "-dirty" marks uncommitted changes.
-    public static var commit: String { String(cString: coaty_edge_build_commit()) }
-
     /// True when the Swift runtime is part of the binary (`--static-swift-stdlib`): it then runs without a Swift toolchain.
     public static var isSwiftRuntimeStatic: Bool { !coaty_edge_swift_runtime_is_shared() }
 
@@ -31,8 +28,10 @@ public enum BuildInfo {
         #endif
     }
 
-    /// Three lines; the first is `coaty-edge VERSION`, which scripts (deploy/package.sh) read.
-    public static var description: String {
+    /// Three lines; the first is `coaty-edge VERSION`, which scripts (deploy/package.sh) read. `commit`: the git commit
+    /// of the build (the executable's `buildCommit`), or "unknown" (built outside a git checkout); "-dirty" marks
+    /// uncommitted changes.
+    public static func description(commit: String) -> String {
         let runtime =
             isSwiftRuntimeStatic
             ? "static (Swift runtime linked in: no Swift toolchain needed)"

@@ -33,13 +33,13 @@ public final class MetricsServer: Sendable {
     ) throws(MetricsServerError) {
         let address = try SocketAddress(host: host, port: port)
         let descriptor = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw MetricsServerError("socket: \(errorText())") }
+        guard descriptor >= 0 else { throw MetricsServerError(.cannotListen, "socket: \(errorText())") }
         var yes: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         guard address.withSockaddr({ bind(descriptor, $0, $1) }) == 0, listen(descriptor, 16) == 0 else {
             let reason = errorText()
             close(descriptor)
-            throw MetricsServerError("cannot listen on \(host) port \(port): \(reason)")
+            throw MetricsServerError(.cannotListen, "cannot listen on \(host) port \(port): \(reason)")
         }
         var bound = address
         _ = bound.withMutableSockaddr { address, length in
@@ -86,7 +86,7 @@ public final class MetricsServer: Sendable {
                     pause(for: Self.shortageRetryInterval)
                     continue
                 default:
-                    throw MetricsServerError("accept on port \(port): \(errorText(code))")
+                    throw MetricsServerError(.cannotAccept, "accept on port \(port): \(errorText(code))")
                 }
             }
             if isShort {
@@ -99,8 +99,7 @@ public final class MetricsServer: Sendable {
     }
 
     private func pause(for duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var remaining = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec(duration)
         var interval = remaining
         while nanosleep(&interval, &remaining) != 0 && errno == EINTR { interval = remaining }
     }
@@ -180,7 +179,7 @@ enum SocketAddress {
             v4.sin_port = in_port_t(UInt16(port).bigEndian)
             self = .v4(v4)
         } else {
-            throw MetricsServerError("\(host) is not an IPv4 or IPv6 address")
+            throw MetricsServerError(.invalidAddress, "\(host) is not an IPv4 or IPv6 address")
         }
     }
 
@@ -223,9 +222,24 @@ enum SocketAddress {
     }
 }
 
-public struct MetricsServerError: Error, CustomStringConvertible {
+/// Why the metrics endpoint could not start, or could not go on.
+public struct MetricsServerError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The host is not an IPv4 or IPv6 address.
+        case invalidAddress
+        /// No socket, or it could not be bound (the port is taken, the address is not the machine's) or listen.
+        case cannotListen
+        /// The listening socket failed otherwise than by a shortage or a client's error: nothing is left to serve.
+        case cannotAccept
+    }
+
+    public var code: Code
     public var description: String
-    init(_ description: String) { self.description = description }
+
+    init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 /// The metrics endpoint as a service of the agent's service group: the server on its thread until shutdown.

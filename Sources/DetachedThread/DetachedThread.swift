@@ -45,3 +45,12 @@ private final class ThreadBody: Sendable {
         self.body = body
     }
 }
+
+extension timespec {
+    /// A duration as the kernel takes it, for the waits of a thread that blocks: a pause (`nanosleep`), a deadline
+    /// on a clock (`pthread_cond_timedwait`). Whole nanoseconds, rounded down.
+    package init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self.init(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    }
+}

@@ -71,7 +71,7 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
     func wait(until deadline: Duration) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        var absolute = Self.timespec(origin + deadline)
+        var absolute = timespec(origin + deadline)
         // A wake-up before the deadline (spurious, or a signal) waits again; only `stop` ends the wait early.
         while !isStopped && now() < deadline {
             _ = pthread_cond_timedwait(condition, mutex, &absolute)
@@ -88,13 +88,8 @@ final class PollThread: PollLoopTimer, @unchecked Sendable {
     }
 
     private static func monotonicNow() -> Duration {
-        var time = Glibc.timespec()
+        var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
-    }
-
-    private static func timespec(_ duration: Duration) -> Glibc.timespec {
-        let (seconds, attoseconds) = duration.components
-        return Glibc.timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
     }
 }

@@ -12,7 +12,7 @@ struct CoatyEdge: AsyncParsableCommand {
             Exit statuses: 0 success; 1 refused or unanswered; 64 wrong command line; 69 broker unreachable; \
             78 invalid configuration or rule files, a password file others may read, or run as root.
             """,
-        version: BuildInfo.description,
+        version: BuildInfo.description(commit: buildCommit),
         subcommands: [
             Run.self, Observe.self, Agents.self, Rules.self, Context.self, Shared.self, Config.self, HomeAssistant.self,
             Dashboard.self,

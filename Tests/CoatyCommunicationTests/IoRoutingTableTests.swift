@@ -111,4 +111,47 @@ import Testing
         #expect(table.initialState(of: "a1") == IoState(hasAssociations: true))
         #expect(table.initialState(of: "x") == IoState(hasAssociations: false))
     }
+
+    /// The index by actor, which an Associate uses instead of looking at every route, says what `actorsByRoute`
+    /// says, and the effects name exactly the routes that came, went, or gained or lost an own actor: after every
+    /// Associate of every sequence of four from own and foreign sources and actors, two routes and disassociations.
+    @Test func theActorIndexAndTheEffectsFollowTheRoutesInEverySequence() {
+        let table = IoRoutingTable(sourceIds: ["s1"], actorIds: ["a1", "a2"])
+        let events = ["s1", "s2"].flatMap { source in
+            ["a1", "a2", "x"].flatMap { actor in [route1, route2, nil].map { associate(source, actor, $0) } }
+        }
+        var mismatches: [String] = []
+        func explore(_ table: IoRoutingTable, depth: Int, path: [AssociateEvent]) {
+            guard depth > 0, mismatches.isEmpty else { return }
+            for event in events {
+                var next = table
+                let effects = next.apply(event)
+                let steps = path + [event]
+                let before = table.actorsByRoute.mapValues { Set($0.keys) }
+                let after = next.actorsByRoute.mapValues { Set($0.keys) }
+                let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }
+                if Set(effects.subscribeRoutes) != Set(after.keys).subtracting(before.keys)
+                    || Set(effects.unsubscribeRoutes) != Set(before.keys).subtracting(after.keys)
+                    || Set(effects.actorChangedRoutes) != changed
+                {
+                    mismatches.append("effects after \(steps.map(describe))")
+                }
+                for actor in ["a1", "a2"] {
+                    let routes = Set(after.filter { $0.value.contains(actor) }.keys)
+                    if next.routes(ofActor: actor) != routes
+                        || next.initialState(of: actor) != IoState(hasAssociations: !routes.isEmpty)
+                    {
+                        mismatches.append("\(actor) after \(steps.map(describe))")
+                    }
+                }
+                explore(next, depth: depth - 1, path: steps)
+            }
+        }
+        explore(table, depth: 4, path: [])
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
+    }
+
+    private func describe(_ event: AssociateEvent) -> String {
+        "\(event.ioSourceId)->\(event.ioActorId) on \(event.associatingRoute ?? "none")"
+    }
 }

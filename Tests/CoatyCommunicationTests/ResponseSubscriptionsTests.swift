@@ -33,8 +33,7 @@ import Testing
     @Test func theFirstRequestSubscribesItsTopicAndTheSparesInOneGoAheadOfIt() throws {
         var (responses, _) = pool()
         let first = try take(of: .returnEvent, from: &responses)
-        #expect(first.correlationIds == ["c0"])
-        #expect(first.topicFilters == [filter("c0")])
+        #expect(first.responseTopics == [.init(correlationId: "c0", topicFilter: filter("c0"))])
         #expect(first.subscribeBefore == (0...ResponseSubscriptions.spareCount).map { filter("c\($0)") })
         #expect(first.subscribeAfter.isEmpty)
         #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
@@ -52,7 +51,7 @@ import Testing
         for _ in 0..<(4 * ResponseSubscriptions.batchSize) {
             let taken = try take(of: .returnEvent, from: &responses)
             #expect(taken.subscribeBefore.isEmpty)
-            used += taken.correlationIds
+            used += taken.responseTopics.map(\.correlationId)
             if !taken.subscribeAfter.isEmpty { refills.append(taken.subscribeAfter) }
             let lowest = ResponseSubscriptions.spareCount - ResponseSubscriptions.batchSize
             #expect(responses.spareCount(of: .returnEvent) > lowest)
@@ -71,9 +70,9 @@ import Testing
         var topics: [String] = []
         for _ in 0..<(batch + 3) {
             let taken = try take(of: .returnEvent, from: &responses)
-            #expect(taken.topicFilters == taken.correlationIds.map(filter))
+            #expect(taken.responseTopics.allSatisfy { $0.topicFilter == filter($0.correlationId) })
             #expect(taken.unsubscribeAfter.isEmpty)
-            topics += taken.topicFilters
+            topics += taken.responseTopics.map(\.topicFilter)
         }
         #expect(responses.pendingCount == batch + 3)
         for topic in topics.prefix(batch) {
@@ -100,7 +99,7 @@ import Testing
         let count = ResponseSubscriptions.maximumEnded
         var topics: [String] = []
         for _ in 0..<count {
-            topics += try take(of: .resolve, from: &responses).topicFilters
+            topics += try take(of: .resolve, from: &responses).responseTopics.map(\.topicFilter)
         }
         for topic in topics.dropLast() {
             #expect(responses.release(topic, isOnline: true).isEmpty)
@@ -114,13 +113,13 @@ import Testing
     @Test func refusesRequestsBeyondTheLimit() throws {
         var (responses, counter) = pool(maximumPending: 3)
         let update = try take(2, of: .complete, from: &responses)
-        #expect(update.correlationIds.count == 2 && Set(update.correlationIds).count == 2)
+        #expect(update.responseTopics.count == 2 && Set(update.responseTopics.map(\.correlationId)).count == 2)
         #expect(responses.take(2, of: .complete, filter: filter) == nil)
         let made = counter.next
         let single = try take(of: .complete, from: &responses)
         #expect(responses.take(1, of: .returnEvent, filter: filter) == nil)
         #expect(counter.next == made)
-        _ = responses.release(filter(single.correlationIds[0]), isOnline: true)
+        _ = responses.release(try #require(single.responseTopics.first).topicFilter, isOnline: true)
         #expect(responses.take(1, of: .returnEvent, filter: filter) != nil)
         #expect(responses.pendingCount == 3)
     }
@@ -129,11 +128,11 @@ import Testing
     /// taken, so none waits for a subscription of its own, and the spares stay bounded.
     @Test func manyPendingRequestsStillTakeSpares() throws {
         var (responses, _) = pool()
-        var all = try take(of: .resolve, from: &responses).correlationIds
+        var all = try take(of: .resolve, from: &responses).responseTopics.map(\.correlationId)
         for _ in 0..<(3 * ResponseSubscriptions.spareCount) {
             let taken = try take(of: .resolve, from: &responses)
             #expect(taken.subscribeBefore.isEmpty)
-            all += taken.correlationIds
+            all += taken.responseTopics.map(\.correlationId)
             #expect(responses.spareCount(of: .resolve) <= ResponseSubscriptions.spareCount)
         }
         #expect(Set(all).count == all.count)

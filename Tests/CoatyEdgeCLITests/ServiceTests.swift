@@ -79,13 +79,20 @@ import Testing
         #expect(shutdown(server.listener, Int32(SHUT_RDWR)) == 0)
         let failure = await #expect(throws: MetricsServerError.self) { try await running.value }
         let reason = "accept on port \(server.port): Invalid argument"
-        #expect(failure?.description == reason)
+        #expect(failure?.code == .cannotAccept && failure?.description == reason)
         #expect(lines.lines == ["error: the metrics endpoint failed (\(reason)): the agent stops"])
     }
 
-    @Test func aTakenPortIsAnError() throws {
+    /// A taken port cannot be listened on; a host name (rather than an address) is refused before any socket.
+    @Test func aTakenPortOrAHostNameIsAnErrorWithItsCode() throws {
         let first = try MetricsServer(host: "127.0.0.1", port: 0) { [] }
-        #expect(throws: MetricsServerError.self) { try MetricsServer(host: "127.0.0.1", port: first.port) { [] } }
-        #expect(throws: MetricsServerError.self) { try MetricsServer(host: "localhost", port: 0) { [] } }
+        let taken = #expect(throws: MetricsServerError.self) {
+            try MetricsServer(host: "127.0.0.1", port: first.port) { [] }
+        }
+        #expect(taken?.code == .cannotListen)
+        #expect(taken?.description == "cannot listen on 127.0.0.1 port \(first.port): Address already in use")
+        let named = #expect(throws: MetricsServerError.self) { try MetricsServer(host: "localhost", port: 0) { [] } }
+        #expect(named?.code == .invalidAddress)
+        #expect(named?.description == "localhost is not an IPv4 or IPv6 address")
     }
 }

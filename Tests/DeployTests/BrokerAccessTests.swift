@@ -323,8 +323,7 @@ struct BrokerAccessTests {
                 != nil
         }
         // What the kernel says about the broker's signals, and what the broker wrote, should it happen again.
-        let status =
-            (try? String(contentsOfFile: "/proc/\(broker.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let status = (try? procFile("/proc/\(broker.process.processIdentifier)/status")) ?? ""
         let signals = status.split(separator: "\n").filter { ["Sig", "ShdPnd", "State"].contains(where: $0.hasPrefix) }
         #expect(reloaded, "\(signals.joined(separator: ", "))\n\(broker.process.errors.text.suffix(2000))")
         let afterwards = try await broker.publish("coaty/3/B/IOV/source-2", "after", as: agentB)

@@ -268,7 +268,7 @@ struct WatcherTests {
             guard
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"))
                     == "anon_inode:inotify",
-                let details = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8)
+                let details = try? procFile("/proc/self/fdinfo/\(descriptor)")
             else { return false }
             return details.split(separator: "\n").contains { $0.hasPrefix("inotify wd:") && $0.contains(watched) }
         }
