@@ -143,15 +143,18 @@ extension CommunicationManager {
                 return stream
             }
             let payload = event.payload.serializedBytes()
-            let messages = zip(filters, observers).map { filter, observer in
-                MQTTMessage(
-                    topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
-                    payload: payload)
-            }
-            if messages.count == 1 {
-                enqueue(messages[0])
+            if observers.count == 1 {
+                enqueue(
+                    MQTTMessage(
+                        topic: topic(event.eventType, filter: filters[0], correlationId: observers[0].correlationId),
+                        payload: payload))
             } else {
-                enqueue(messages)
+                enqueue(
+                    zip(filters, observers).map { filter, observer in
+                        MQTTMessage(
+                            topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
+                            payload: payload)
+                    })
             }
             // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
             if !subscribeAfter.isEmpty || !unsubscribeAfter.isEmpty {
@@ -160,16 +163,15 @@ extension CommunicationManager {
                     removeSubscriptions(unsubscribeAfter, in: &state)
                 }
             }
-            let observerIds = observers.map(\.id)
             let timer = timeout.map { timeout in
                 Task {
                     try? await Task.sleep(for: timeout)
                     continuation.finish()
                 }
             }
-            continuation.onTermination { [weak self, observerIds] in
+            continuation.onTermination { [weak self] in
                 timer?.cancel()
-                for id in observerIds { self?.removeObserver(id) }
+                for observer in observers { self?.removeObserver(observer.id) }
             }
             return stream
         }

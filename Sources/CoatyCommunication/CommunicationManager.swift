@@ -731,8 +731,11 @@ public final class CommunicationManager: Sendable {
             guard let (key, topicFilter, isResponse) = state.observerSubscriptions.removeValue(forKey: id) else {
                 return
             }
-            state.eventObservers[key]?.removeAll { $0.id == id }
-            if state.eventObservers[key]?.isEmpty == true { state.eventObservers[key] = nil }
+            // One lookup of the key (a response's holds its correlation id): this runs as every request ends.
+            if let index = state.eventObservers.index(forKey: key) {
+                state.eventObservers.values[index].removeAll { $0.id == id }
+                if state.eventObservers.values[index].isEmpty { state.eventObservers.remove(at: index) }
+            }
             if isResponse {
                 removeSubscriptions(
                     state.responseSubscriptions.release(topicFilter, isOnline: state.isOnline), in: &state)

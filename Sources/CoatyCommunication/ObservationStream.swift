@@ -18,13 +18,18 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
     @usableFromInline
     final class Consumer: Sendable {
         @usableFromInline let queue: Queue
+        /// `queue.terminate()`, made where the element type is known: a generic class's deinit runs unspecialized,
+        /// and `terminate` run from there looked up the metadata of its generic types each time (a request's
+        /// responses end with every request).
+        private let terminate: @Sendable () -> Void
 
         init(_ queue: Queue) {
             self.queue = queue
+            terminate = { queue.terminate() }
         }
 
         deinit {
-            queue.terminate()
+            terminate()
         }
     }
 

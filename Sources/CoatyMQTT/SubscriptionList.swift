@@ -16,16 +16,20 @@ package struct SubscriptionList: Sequence {
     @discardableResult
     package mutating func add(_ filters: [String]) -> [String] {
         var new: [String] = []
+        // One lookup per filter: response topics come and go here 16 at a time, and a topic is hashed per lookup.
         for filter in filters {
-            if members[filter] != nil {
-                members[filter]?.count += 1
-            } else {
-                members[filter] = (1, nextOrder)
+            if Self.countAdd(&members[filter, default: (0, nextOrder)]) {
                 nextOrder += 1
                 new.append(filter)
             }
         }
         return new
+    }
+
+    /// Counts one more add of a member; true if it is new.
+    private static func countAdd(_ member: inout (count: Int, order: Int)) -> Bool {
+        member.count += 1
+        return member.count == 1
     }
 
     /// Takes back one add of each filter (ignoring filters not in the list); returns those whose count reached zero,
@@ -34,11 +38,12 @@ package struct SubscriptionList: Sequence {
     package mutating func remove(_ filters: [String]) -> [String] {
         var gone: [(filter: String, order: Int)] = []
         for filter in filters {
-            guard let member = members[filter] else { continue }
+            guard let index = members.index(forKey: filter) else { continue }
+            let member = members.values[index]
             if member.count > 1 {
-                members[filter]?.count -= 1
+                members.values[index].count -= 1
             } else {
-                members[filter] = nil
+                members.remove(at: index)
                 gone.append((filter, member.order))
             }
         }

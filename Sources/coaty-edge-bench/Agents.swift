@@ -167,7 +167,7 @@ final class Agents: Sendable {
     /// puts the same packets on the wire as the bare pair (one publication each way on subscriptions made
     /// beforehand), so that what it adds is the agent's own work. A's loop and B's responder run on their
     /// connections' threads (`connectionExecutor`), where the bare pair's pinger and echoer handle messages too.
-    func channelRoundTrips(_ count: Int) async throws -> LatencyRound {
+    func channelRoundTrips(_ count: Int) async throws -> [UInt64] {
         try await withDeadline("Channel round trips") { [self] in
             try await withTaskExecutorPreference(a.connectionExecutor) {
                 try await channelRoundTrips(count, ping: ping, answers: pongs)
@@ -176,7 +176,7 @@ final class Agents: Sendable {
     }
 
     /// The same with A's loop and B's responder as tasks on the global pool: each event wakes a pool thread.
-    func pooledChannelRoundTrips(_ count: Int) async throws -> LatencyRound {
+    func pooledChannelRoundTrips(_ count: Int) async throws -> [UInt64] {
         let ping = ChannelEvent(channelId: Self.pooledPingChannel, content: ping.content)
         return try await withDeadline("Channel round trips on the pool") { [self] in
             try await withTaskExecutorPreference(globalConcurrentExecutor) {
@@ -187,7 +187,7 @@ final class Agents: Sendable {
 
     private func channelRoundTrips(
         _ count: Int, ping: ChannelEvent, answers: ObservationStream<ReceivedEvent<ChannelEvent>>
-    ) async throws -> LatencyRound {
+    ) async throws -> [UInt64] {
         var answers = answers.makeAsyncIterator()
         var samples: [UInt64] = []
         samples.reserveCapacity(count)
@@ -197,20 +197,20 @@ final class Agents: Sendable {
             guard await answers.next() != nil else { throw BenchmarkError.timeout("a Channel answer") }
             samples.append(monotonicNanoseconds() - start)
         }
-        return LatencyRound(nanoseconds: samples)
+        return samples
     }
 
     /// A Call from A, answered by B with a Return: Coaty's remote operation call. Each call subscribes to its own
     /// response topic before it publishes and unsubscribes after the answer, as in Coaty JS: two more packets and
     /// two subscription changes at the broker per call.
-    func callRoundTrips(_ count: Int) async throws -> LatencyRound {
+    func callRoundTrips(_ count: Int) async throws -> [UInt64] {
         let call = CallEvent(operation: Self.echoOperation, parameters: ["value": 21.5])
         return try await withDeadline("Call/Return round trips") { [self] in
             try await withTaskExecutorPreference(a.connectionExecutor) { try await callRoundTrips(count, call) }
         }
     }
 
-    private func callRoundTrips(_ count: Int, _ call: CallEvent) async throws -> LatencyRound {
+    private func callRoundTrips(_ count: Int, _ call: CallEvent) async throws -> [UInt64] {
         var samples: [UInt64] = []
         samples.reserveCapacity(count)
         for _ in 0..<count {
@@ -223,20 +223,20 @@ final class Agents: Sendable {
             guard answered else { throw BenchmarkError.timeout("a Return") }
             samples.append(monotonicNanoseconds() - start)
         }
-        return LatencyRound(nanoseconds: samples)
+        return samples
     }
 
     // MARK: - One-way values
 
     /// From `publishIoValue` on A to B's `observeIoValue`.
-    func directValues(_ count: Int) async throws -> LatencyRound {
+    func directValues(_ count: Int) async throws -> [UInt64] {
         try await oneWay(count, "direct IoValues", values: try b.observeIoValue(of: directActor)) {
             try self.publishDirect($0)
         }
     }
 
     /// From `IoSourceController.publish` on the source agent to the actor agent's `IoActorController.values(of:)`.
-    func routedValues(_ count: Int) async throws -> LatencyRound {
+    func routedValues(_ count: Int) async throws -> [UInt64] {
         try await oneWay(count, "routed IoValues", values: actors.values(of: routedActor)) {
             try self.publishRouted($0)
         }
@@ -246,7 +246,7 @@ final class Agents: Sendable {
     private func oneWay(
         _ count: Int, _ what: String, values: ObservationStream<IoValue>,
         publish: @escaping @Sendable (Double) throws -> Void
-    ) async throws -> LatencyRound {
+    ) async throws -> [UInt64] {
         try await withDeadline(what) {
             var arrivals = values.makeAsyncIterator()
             var samples: [UInt64] = []
@@ -261,7 +261,7 @@ final class Agents: Sendable {
                 }
                 samples.append(monotonicNanoseconds() - start)
             }
-            return LatencyRound(nanoseconds: samples)
+            return samples
         }
     }
 

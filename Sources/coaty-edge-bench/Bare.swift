@@ -71,7 +71,7 @@ final class BareClients: Sendable {
     /// as the echo arrives, so that no thread wakes in the whole round. With `handoff`, the echo is published from a
     /// thread that the echoer's callback wakes, and the pinger waits on a thread of its own, the way the agent hands
     /// an event from the network thread to the task that answers it.
-    func roundTrips(_ count: Int, payload: [UInt8], handoff: Bool) async throws(BenchmarkError) -> LatencyRound {
+    func roundTrips(_ count: Int, payload: [UInt8], handoff: Bool) async throws(BenchmarkError) -> [UInt64] {
         guard handoff else {
             let pinger = pinger
             return try await onOwnThread { [pingPong] () throws(BenchmarkError) in
@@ -90,12 +90,12 @@ final class BareClients: Sendable {
                 guard answers.wait(timeout: .now() + 5) == .success else { throw .timeout("a bare echo") }
                 samples.append(monotonicNanoseconds() - start)
             }
-            return LatencyRound(nanoseconds: samples)
+            return samples
         }
     }
 
     /// Publishes `payload` and waits until the receiver's callback has it, `count` times.
-    func oneWay(_ count: Int, payload: [UInt8]) async throws(BenchmarkError) -> LatencyRound {
+    func oneWay(_ count: Int, payload: [UInt8]) async throws(BenchmarkError) -> [UInt64] {
         try await onOwnThread { [self] () throws(BenchmarkError) in
             var samples: [UInt64] = []
             samples.reserveCapacity(count)
@@ -105,7 +105,7 @@ final class BareClients: Sendable {
                 guard values.wait(timeout: .now() + 5) == .success else { throw .timeout("a bare value") }
                 samples.append(monotonicNanoseconds() - start)
             }
-            return LatencyRound(nanoseconds: samples)
+            return samples
         }
     }
 
@@ -135,7 +135,7 @@ private final class CallbackPingPong: Sendable {
     /// that takes `timeout` seconds ends the round with an error.
     func run(
         _ count: Int, payload: [UInt8], timeout: Double, publish: () throws(BenchmarkError) -> Void
-    ) throws(BenchmarkError) -> LatencyRound {
+    ) throws(BenchmarkError) -> [UInt64] {
         while finished.wait(timeout: .now()) == .success {}
         round.withLock { round in
             round = Round(payload: payload, remaining: count, start: monotonicNanoseconds(), samples: [])
@@ -149,7 +149,7 @@ private final class CallbackPingPong: Sendable {
             if done == completed { throw .timeout("a bare echo") }
             completed = done
         }
-        return LatencyRound(nanoseconds: round.withLock { $0.samples })
+        return round.withLock { $0.samples }
     }
 
     /// On the pinger's network thread, for each echo: takes its time and sends the next ping, or ends the round.

@@ -58,6 +58,29 @@ struct LatencyRound: Sendable {
     }
 }
 
+/// A figure over its rounds: the median round of each statistic.
+struct LatencySummary: Sendable {
+    var p50: Double
+    var p90: Double
+    var p99: Double
+    var mean: Double
+
+    init(rounds: [LatencyRound]) {
+        p50 = median(rounds.map(\.p50))
+        p90 = median(rounds.map(\.p90))
+        p99 = median(rounds.map(\.p99))
+        mean = median(rounds.map(\.mean))
+    }
+}
+
+/// The middle value (the mean of the middle two for an even count); NaN for none.
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
 /// The deliveries of one throughput round.
 struct ThroughputRound: Sendable {
     var sent: Int
@@ -70,8 +93,8 @@ struct ThroughputRound: Sendable {
     var perSecond: Double { Double(delivered) / seconds }
 }
 
-/// The round with the highest `key`. Interference on a shared machine only ever slows a round down, so the best
-/// round comes closest to what the code costs; the bare client and the agent get the same choice.
+/// The round with the highest `key`, for throughput: interference on a shared machine only ever slows a flood
+/// down, so the best round comes closest to what the code costs; the bare client and the agent get the same choice.
 func bestRound<Round>(_ rounds: [Round], by key: (Round) -> Double) -> Round? {
     rounds.max { key($0) < key($1) }
 }

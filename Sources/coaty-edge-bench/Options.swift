@@ -8,7 +8,8 @@ struct BenchmarkOptions: Sendable {
         case routing
     }
 
-    /// Measured rounds per figure, after one warm-up round; the best round is reported.
+    /// Measured rounds per figure, after one warm-up round: the median round of a latency, each round's ratio
+    /// to the bare figure of the same round, and the best round of a rate are reported.
     var rounds = 5
     /// Requests per latency round, one in flight.
     var requests = 5_000
@@ -32,7 +33,8 @@ struct BenchmarkOptions: Sendable {
         Measures the agent against a bare libmosquitto client on the same broker: event round trips, IoValue
         throughput, and IoValues routed across three agents.
 
-          --rounds N       measured rounds per figure, after one warm-up round (default 5); the best is shown
+          --rounds N       measured rounds per figure, after one warm-up round (default 5): latencies show the
+                           median round and each round's ratio to the bare pair, rates the best round
           --requests N     requests per latency round, one in flight (default 5000)
           --messages N     messages per throughput round (default 50000)
           --window N       messages in flight during a throughput round, for every publisher (default 1000)

@@ -12,7 +12,9 @@ extension Report {
     var text: String {
         var lines = [
             "coaty-edge-bench: libmosquitto \(libmosquitto), \(broker)",
-            "best of \(options.rounds) rounds (lowest p50, highest rate) after a warm-up round; the figures take turns each round",
+            "\(options.rounds) rounds after a warm-up round, the figures taking turns (latencies every \(requestsPerTurn) requests)",
+            "latencies: the median round; ratios: the median of each round's ratio to the bare figure of the same round",
+            "rates: the best round",
         ]
         if hasAny(latency: [
             .bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip,
@@ -27,6 +29,8 @@ extension Report {
                 latencyRow("Channel answered by Channel, two managers", .channelRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("  the same, tasks on the global pool", .pooledChannelRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Call answered by Return, two managers", .callRoundTrip, baseline: .bareRoundTrip),
+                roundRatios("Channel", .channelRoundTrip),
+                roundRatios("Call/Return", .callRoundTrip),
                 verdict(
                     "Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50),
                     atMost: Target.roundTripRatio),
@@ -69,7 +73,7 @@ extension Report {
     private func hasAny(throughput figures: [Figure]) -> Bool { figures.contains { throughputs[$0] != nil } }
 
     private var latencyHeader: String {
-        row("", ["p50", "p99", "mean", "p50 of rounds", "ratio p50", "p99", "mean"])
+        row("", ["p50", "p90", "p99", "p50 of rounds", "ratio p50", "p90", "p99"])
     }
 
     private var throughputHeader: String {
@@ -77,14 +81,14 @@ extension Report {
     }
 
     private func latencyRow(_ name: String, _ figure: Figure, baseline: Figure?) -> String {
-        guard let best = latency(figure), let rounds = latencies[figure] else { return row(name, ["not measured"]) }
+        guard let median = latency(figure), let rounds = latencies[figure] else { return row(name, ["not measured"]) }
         let p50s = rounds.map(\.p50)
         var cells = [
-            micro(best.p50), micro(best.p99), micro(best.mean),
+            micro(median.p50), micro(median.p90), micro(median.p99),
             "\(decimal(p50s.min() ?? .nan))-\(decimal(p50s.max() ?? .nan))",
         ]
         if let baseline {
-            cells += [\LatencyRound.p50, \.p99, \.mean].map { times(ratio(figure, baseline, $0)) }
+            cells += [\LatencyRound.p50, \.p90, \.p99].map { times(ratio(figure, baseline, $0)) }
         }
         return row(name, cells)
     }
@@ -102,6 +106,14 @@ extension Report {
         return row(name, cells)
     }
 
+    /// Each round's p50 ratio to the bare round trip of the same round, so that a round where the machine changed
+    /// state shows as one.
+    private func roundRatios(_ name: String, _ figure: Figure) -> String {
+        let ratios = pairedRatios(figure, .bareRoundTrip, \.p50)
+        guard !ratios.isEmpty else { return "" }
+        return "   \(name) p50 ratio per round: " + ratios.map { times($0) }.joined(separator: " ")
+    }
+
     private func verdict(_ what: String, _ ratio: Double?, atMost limit: Double) -> String {
         guard let ratio else { return "" }
         return
@@ -115,7 +127,7 @@ extension Report {
     }
 
     private func row(_ name: String, _ cells: [String]) -> String {
-        let widths = [10, 10, 10, 14, 10, 7, 7]
+        let widths = [11, 11, 11, 14, 10, 7, 7]
         var line = "   " + name.padding(to: 50)
         for (cell, width) in zip(cells, widths) {
             line += String(repeating: " ", count: max(1, width - cell.count)) + cell
@@ -125,9 +137,16 @@ extension Report {
 
     // MARK: - Ratios
 
+    /// The median of the paired ratios: each round of the figure against the same round of its baseline.
     func ratio(_ figure: Figure, _ baseline: Figure, _ statistic: KeyPath<LatencyRound, Double>) -> Double? {
-        guard let value = latency(figure), let base = latency(baseline) else { return nil }
-        return value[keyPath: statistic] / base[keyPath: statistic]
+        let ratios = pairedRatios(figure, baseline, statistic)
+        return ratios.isEmpty ? nil : median(ratios)
+    }
+
+    /// Round by round, the figure's statistic over its baseline's in the same round.
+    func pairedRatios(_ figure: Figure, _ baseline: Figure, _ statistic: KeyPath<LatencyRound, Double>) -> [Double] {
+        guard let rounds = latencies[figure], let bases = latencies[baseline] else { return [] }
+        return zip(rounds, bases).map { $0[keyPath: statistic] / $1[keyPath: statistic] }
     }
 
     func throughputRatio(_ figure: Figure) -> Double? {
@@ -141,7 +160,9 @@ extension Report {
         var document: JSONObject = [
             "libmosquitto": .string(libmosquitto),
             "broker": .string(broker),
-            "reported": "best round: lowest p50, highest values per second",
+            "reported":
+                "latencies: the median round of each statistic, ratios the median of the ratios paired round by round with the bare figure; throughput: the best round",
+            "requestsPerTurn": .number(Double(requestsPerTurn)),
             "rounds": .number(Double(options.rounds)),
             "requestsPerRound": .number(Double(options.requests)),
             "messagesPerRound": .number(Double(options.messages)),
@@ -151,18 +172,21 @@ extension Report {
         ]
         var figures = JSONObject()
         for figure in Figure.allCases {
-            if let best = latency(figure), let rounds = latencies[figure] {
+            if let median = latency(figure), let rounds = latencies[figure] {
                 var entry: JSONObject = [
-                    "p50Microseconds": .number(best.p50), "p90Microseconds": .number(best.p90),
-                    "p99Microseconds": .number(best.p99),
-                    "meanMicroseconds": .number(best.mean), "samples": .number(Double(best.samples)),
+                    "p50Microseconds": .number(median.p50), "p90Microseconds": .number(median.p90),
+                    "p99Microseconds": .number(median.p99), "meanMicroseconds": .number(median.mean),
+                    "samples": .number(Double(rounds.first?.samples ?? 0)),
                     "roundsP50Microseconds": .array(rounds.map { .number($0.p50) }),
                     "roundsP90Microseconds": .array(rounds.map { .number($0.p90) }),
                 ]
                 if let baseline = figure.baseline {
                     entry["ratioP50"] = ratio(figure, baseline, \.p50).map(JSONValue.number) ?? .null
+                    entry["ratioP90"] = ratio(figure, baseline, \.p90).map(JSONValue.number) ?? .null
                     entry["ratioP99"] = ratio(figure, baseline, \.p99).map(JSONValue.number) ?? .null
                     entry["ratioMean"] = ratio(figure, baseline, \.mean).map(JSONValue.number) ?? .null
+                    entry["roundsRatioP50"] = .array(pairedRatios(figure, baseline, \.p50).map { .number($0) })
+                    entry["roundsRatioP90"] = .array(pairedRatios(figure, baseline, \.p90).map { .number($0) })
                 }
                 figures[figure.rawValue] = .object(entry)
             }

@@ -16,12 +16,14 @@ struct Report: Sendable {
     var broker: String
     var libmosquitto: String
     var payloads: [String: Int] = [:]
-    /// Every measured round per figure, in order.
+    /// Every measured round per figure, in order: round i of a figure and round i of its baseline were measured
+    /// in turns with each other (`requestsPerTurn`), so they make a pair.
     var latencies: [Figure: [LatencyRound]] = [:]
     var throughputs: [Figure: [ThroughputRound]] = [:]
 
-    func latency(_ figure: Figure) -> LatencyRound? {
-        latencies[figure].flatMap { bestRound($0) { -$0.p50 } }
+    /// The median of the figure's rounds, statistic by statistic.
+    func latency(_ figure: Figure) -> LatencySummary? {
+        latencies[figure].flatMap { $0.isEmpty ? nil : LatencySummary(rounds: $0) }
     }
 
     func throughput(_ figure: Figure) -> ThroughputRound? {
@@ -30,7 +32,10 @@ struct Report: Sendable {
 }
 
 /// Starts the broker (unless one is given), the bare clients and the agents, and measures in rounds. The figures
-/// of one table take turns round by round, so that the noise of a shared machine falls on all of them alike.
+/// of one table take turns round by round, so that the noise of a shared machine falls on all of them alike; within
+/// a round the latency figures take turns every `requestsPerTurn` requests, so that a figure and the bare pair it is
+/// compared with see the same state of the machine (an idle machine wakes slower, and that state can change within
+/// seconds): each round's ratio is a paired one.
 func runBenchmarks(_ options: BenchmarkOptions) async throws -> Report {
     let broker = options.broker == nil ? try await LocalBroker.start(tcpNoDelay: !options.stockBroker) : nil
     defer { broker?.stop() }
@@ -69,27 +74,27 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
     let valuePayload = IoValue.json(.number(21.5)).payload
     report.payloads = ["roundTrip": pingPayload.count, "value": valuePayload.count]
 
-    var latencies: [(Figure, @Sendable () async throws -> LatencyRound)] = []
+    var latencies: [(Figure, @Sendable (Int) async throws -> [UInt64])] = []
     if scenarios.contains(.roundTrip) {
         latencies += [
             (
                 .bareRoundTrip,
-                { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: false) }
+                { @Sendable in try await bare.roundTrips($0, payload: pingPayload, handoff: false) }
             ),
             (
                 .handoffRoundTrip,
-                { @Sendable in try await bare.roundTrips(options.requests, payload: pingPayload, handoff: true) }
+                { @Sendable in try await bare.roundTrips($0, payload: pingPayload, handoff: true) }
             ),
-            (.channelRoundTrip, { @Sendable in try await agents.channelRoundTrips(options.requests) }),
-            (.pooledChannelRoundTrip, { @Sendable in try await agents.pooledChannelRoundTrips(options.requests) }),
-            (.callRoundTrip, { @Sendable in try await agents.callRoundTrips(options.requests) }),
+            (.channelRoundTrip, { @Sendable in try await agents.channelRoundTrips($0) }),
+            (.pooledChannelRoundTrip, { @Sendable in try await agents.pooledChannelRoundTrips($0) }),
+            (.callRoundTrip, { @Sendable in try await agents.callRoundTrips($0) }),
         ]
     }
     if scenarios.contains(.routing) {
         latencies += [
-            (.bareOneWay, { @Sendable in try await bare.oneWay(options.requests, payload: valuePayload) }),
-            (.directOneWay, { @Sendable in try await agents.directValues(options.requests) }),
-            (.routedOneWay, { @Sendable in try await agents.routedValues(options.requests) }),
+            (.bareOneWay, { @Sendable in try await bare.oneWay($0, payload: valuePayload) }),
+            (.directOneWay, { @Sendable in try await agents.directValues($0) }),
+            (.routedOneWay, { @Sendable in try await agents.routedValues($0) }),
         ]
     }
     var throughputs: [(Figure, @Sendable () async throws -> ThroughputRound)] = []
@@ -118,10 +123,20 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
 
     for round in 0...options.rounds {
         let label = round == 0 ? "warm-up round" : "round \(round) of \(options.rounds)"
-        for (figure, measurement) in latencies {
-            progress("\(label): \(figure.rawValue)")
-            let result = try await measurement()
-            if round > 0 { report.latencies[figure, default: []].append(result) }
+        var samples: [Figure: [UInt64]] = [:]
+        var measured = 0
+        while measured < options.requests, !latencies.isEmpty {
+            let turn = min(requestsPerTurn, options.requests - measured)
+            for (figure, measurement) in latencies {
+                progress("\(label): \(figure.rawValue), requests \(measured + 1)-\(measured + turn)")
+                samples[figure, default: []] += try await measurement(turn)
+            }
+            measured += turn
+        }
+        if round > 0 {
+            for (figure, nanoseconds) in samples {
+                report.latencies[figure, default: []].append(LatencyRound(nanoseconds: nanoseconds))
+            }
         }
         for (figure, measurement) in throughputs {
             progress("\(label): \(figure.rawValue)")
@@ -130,6 +145,9 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
         }
     }
 }
+
+/// Requests a latency figure makes before the next figure takes its turn: ~30 ms of round trips.
+let requestsPerTurn = 500
 
 /// Shows what runs now on a terminal, on one line that the next step overwrites.
 func progress(_ text: String) {
