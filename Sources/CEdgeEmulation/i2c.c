@@ -15,6 +15,19 @@ static size_t bus_count;
 static emu_chip *chips[MAX_CHIPS];
 static size_t chip_count;
 
+// What transfer() returns for a transfer the chip holds (COATY_EMU_FAULT_HOLDS_BUS): the ioctl is left without an
+// answer, so its caller blocks as on a hung adapter. Far from any errno.
+#define HELD 100000
+
+// The ioctls left without an answer, until their chip's fault changes. Guarded by the lock.
+typedef struct held_transfer {
+    UMockdevIoctlClient *client;
+    int bus;
+    int address;
+    struct held_transfer *next;
+} held_transfer;
+static held_transfer *held_transfers;
+
 static bool bus_exists(int number) {
     for (size_t index = 0; index < bus_count; index++) {
         if (buses[index] == number) return true;
@@ -135,8 +148,50 @@ int coaty_emu_set_chip_fault(int bus, int address, coaty_emu_fault fault, char *
     emu_chip *chip = locked_chip(bus, address, error, error_size);
     if (chip == NULL) return -1;
     chip->fault = fault;
+    held_transfer *released = NULL;
+    if (fault != COATY_EMU_FAULT_HOLDS_BUS) {
+        for (held_transfer **link = &held_transfers; *link != NULL;) {
+            held_transfer *transfer = *link;
+            if (transfer->bus == bus && transfer->address == address) {
+                *link = transfer->next;
+                transfer->next = released;
+                released = transfer;
+            } else {
+                link = &transfer->next;
+            }
+        }
+    }
     pthread_mutex_unlock(&coaty_emu_lock);
+    // The adapter's timeout ends each held transfer (completing is thread-safe in umockdev).
+    while (released != NULL) {
+        held_transfer *transfer = released;
+        released = transfer->next;
+        umockdev_ioctl_client_complete(transfer->client, -1, ETIMEDOUT);
+        g_object_unref(transfer->client);
+        free(transfer);
+    }
     return 0;
+}
+
+// Leaves the ioctl without an answer while the chip holds the bus; answers it with ETIMEDOUT at once if the fault
+// changed since the transfer found it.
+static void hold(UMockdevIoctlClient *client, int bus, int address) {
+    held_transfer *transfer = calloc(1, sizeof *transfer);
+    pthread_mutex_lock(&coaty_emu_lock);
+    emu_chip *chip = find_chip(bus, address);
+    bool holding = transfer != NULL && chip != NULL && chip->fault == COATY_EMU_FAULT_HOLDS_BUS;
+    if (holding) {
+        transfer->client = g_object_ref(client);
+        transfer->bus = bus;
+        transfer->address = address;
+        transfer->next = held_transfers;
+        held_transfers = transfer;
+    }
+    pthread_mutex_unlock(&coaty_emu_lock);
+    if (!holding) {
+        free(transfer);
+        umockdev_ioctl_client_complete(client, -1, ETIMEDOUT);
+    }
 }
 
 int coaty_emu_chip_bus_calls(int bus, int address, uint64_t *count, char *error, size_t error_size) {
@@ -159,6 +214,8 @@ static int transfer(int bus, int address, bool read, uint8_t *bytes, size_t coun
             result = -EREMOTEIO;
         } else if (chip->fault == COATY_EMU_FAULT_IO_ERROR) {
             result = -EIO;
+        } else if (chip->fault == COATY_EMU_FAULT_HOLDS_BUS) {
+            result = -HELD;
         } else if (read) {
             result = chip->model->read(chip, bytes, count);
         } else {
@@ -243,7 +300,8 @@ static int smbus(int bus, int address, struct i2c_smbus_ioctl_data *request, uni
     }
 }
 
-static int rdwr(int bus, UMockdevIoctlData *arg) {
+// `held_address` is set to the chip that holds the transfer, if one does.
+static int rdwr(int bus, UMockdevIoctlData *arg, int *held_address) {
     GError *failure = NULL;
     UMockdevIoctlData *request = umockdev_ioctl_data_resolve(arg, 0, sizeof(struct i2c_rdwr_ioctl_data), &failure);
     if (request == NULL) {
@@ -288,6 +346,7 @@ static int rdwr(int bus, UMockdevIoctlData *arg) {
                 if (!counted) count_call(bus, message->addr);
                 result = transfer(bus, message->addr, (message->flags & I2C_M_RD) != 0,
                                   buffer != NULL ? buffer->data : NULL, message->len);
+                if (result == -HELD) *held_address = message->addr;
                 if (buffer != NULL) g_object_unref(buffer);
             }
             g_object_unref(messages_data);
@@ -353,12 +412,14 @@ gboolean coaty_emu_i2c_handle_ioctl(UMockdevIoctlClient *client, int bus) {
         break;
     }
     case I2C_RDWR:
-        result = rdwr(bus, arg);
+        result = rdwr(bus, arg, &address);
         break;
     default:
         result = -ENOTTY;
     }
-    if (result < 0) {
+    if (result == -HELD) {
+        hold(client, bus, address);
+    } else if (result < 0) {
         umockdev_ioctl_client_complete(client, -1, -result);
     } else {
         umockdev_ioctl_client_complete(client, result, 0);

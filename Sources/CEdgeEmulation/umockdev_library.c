@@ -30,6 +30,7 @@ static int resolve(const char *library, coaty_emu_library_calls *resolved, char 
         {(void **)&calls.ioctl_client_complete, "umockdev_ioctl_client_complete"},
         {(void **)&calls.ioctl_data_resolve, "umockdev_ioctl_data_resolve"},
         {(void **)&calls.signal_connect_data, "g_signal_connect_data"},
+        {(void **)&calls.object_ref, "g_object_ref"},
         {(void **)&calls.object_unref, "g_object_unref"},
         {(void **)&calls.object_weak_ref, "g_object_weak_ref"},
         {(void **)&calls.object_set_data, "g_object_set_data"},

@@ -61,6 +61,7 @@ typedef struct {
     UMockdevIoctlData *(*ioctl_data_resolve)(UMockdevIoctlData *data, size_t offset, size_t length, GError **error);
     unsigned long (*signal_connect_data)(gpointer instance, const gchar *signal, GCallback handler, gpointer data,
                                          void (*destroy_data)(gpointer, void *), int flags);
+    gpointer (*object_ref)(gpointer object);
     void (*object_unref)(gpointer object);
     void (*object_weak_ref)(GObject *object, GWeakNotify notify, gpointer data);
     void (*object_set_data)(GObject *object, const gchar *key, gpointer data);
@@ -93,6 +94,7 @@ int coaty_emu_load_library(char *error, size_t error_size);
 #define umockdev_ioctl_data_resolve coaty_emu_library.ioctl_data_resolve
 #define g_signal_connect(instance, signal, handler, data) \
     coaty_emu_library.signal_connect_data((instance), (signal), (handler), (data), NULL, 0)
+#define g_object_ref coaty_emu_library.object_ref
 #define g_object_unref coaty_emu_library.object_unref
 #define g_object_weak_ref coaty_emu_library.object_weak_ref
 #define g_object_set_data coaty_emu_library.object_set_data

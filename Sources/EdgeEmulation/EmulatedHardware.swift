@@ -72,6 +72,9 @@ public struct EmulatedChip: Sendable, Hashable {
         /// Measurements on command take a thousand times as long (SHT3x): reads stay unacknowledged for seconds,
         /// so a test sees the chip busy however slowly it runs.
         case slowMeasurement
+        /// The chip holds the bus (its clock line low): a transfer to it hangs, blocking the thread that makes it, until
+        /// the fault changes; then it fails with ETIMEDOUT, as the adapter's timeout would end it. Other buses go on.
+        case holdsBus
     }
 
     public let model: Model
@@ -103,6 +106,7 @@ public struct EmulatedChip: Sendable, Hashable {
             case .wrongChipId: COATY_EMU_FAULT_WRONG_CHIP_ID
             case .corruptChecksum: COATY_EMU_FAULT_CORRUPT_CHECKSUM
             case .slowMeasurement: COATY_EMU_FAULT_SLOW_MEASUREMENT
+            case .holdsBus: COATY_EMU_FAULT_HOLDS_BUS
             }
         // A chip handed out by `addChip` always exists: the call cannot fail.
         _ = coaty_emu_set_chip_fault(Int32(bus), Int32(address), value, nil, 0)

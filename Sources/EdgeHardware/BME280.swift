@@ -74,17 +74,17 @@ public final class BME280: Sensor {
     }
 
     private func measure() async throws(SensorError) -> [Measurement] {
-        let calibration = try loadCalibration()
-        try device.writeByte(register: Register.controlHumidity, humidityOversampling.rawValue)
-        try device.writeByte(
+        let calibration = try await loadCalibration()
+        try await device.writeByte(register: Register.controlHumidity, humidityOversampling.rawValue)
+        try await device.writeByte(
             register: Register.controlMeasurement,
             temperatureOversampling.rawValue << 5 | pressureOversampling.rawValue << 2 | Self.forcedMode)
         try await pause(maximumMeasurementTime)
         // The maximum time has passed; a chip still measuring now is not working to its datasheet.
-        guard try device.readByte(register: Register.status) & Self.measuringBit == 0 else {
+        guard try await device.readByte(register: Register.status) & Self.measuringBit == 0 else {
             throw .invalidReading("\(label) is still measuring after \(maximumMeasurementTime)")
         }
-        let data = try device.readBlock(register: Register.data, count: 8)
+        let data = try await device.readBlock(register: Register.data, count: 8)
         let pressureADC = Int32(data[0]) << 12 | Int32(data[1]) << 4 | Int32(data[2]) >> 4
         let temperatureADC = Int32(data[3]) << 12 | Int32(data[4]) << 4 | Int32(data[5]) >> 4
         let humidityADC = Int32(data[6]) << 8 | Int32(data[7])
@@ -108,13 +108,13 @@ public final class BME280: Sensor {
         ]
     }
 
-    private func loadCalibration() throws(SensorError) -> Calibration {
+    private func loadCalibration() async throws(SensorError) -> Calibration {
         if let known = calibration.withLock({ $0 }) { return known }
-        let id = try device.readByte(register: Register.chipId)
+        let id = try await device.readByte(register: Register.chipId)
         guard id == Self.chipId else { throw .wrongChipId(expected: UInt32(Self.chipId), found: UInt32(id)) }
         let loaded = Calibration(
-            low: try device.readBlock(register: Register.calibrationLow, count: 26),
-            high: try device.readBlock(register: Register.calibrationHigh, count: 7))
+            low: try await device.readBlock(register: Register.calibrationLow, count: 26),
+            high: try await device.readBlock(register: Register.calibrationHigh, count: 7))
         calibration.withLock { $0 = loaded }
         return loaded
     }

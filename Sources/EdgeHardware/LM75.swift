@@ -31,7 +31,7 @@ public struct LM75: Sensor {
     public var quantities: [Quantity] { [.temperature] }
 
     public func read() async throws(SensorError) -> [Measurement] {
-        let raw = try device.readBigEndianWord(register: Self.temperatureRegister)
+        let raw = try await device.readBigEndianWord(register: Self.temperatureRegister)
         return [try Self.temperatureRange.measurement(Self.celsius(temperatureRegister: raw, variant: variant))]
     }
 

@@ -31,10 +31,10 @@ public final class MCP9808: Sensor {
     public func read() async throws(SensorError) -> [Measurement] {
         do {
             if !identified.withLock({ $0 }) {
-                try identify()
+                try await identify()
                 identified.withLock { $0 = true }
             }
-            let raw = try device.readBigEndianWord(register: Register.ambientTemperature)
+            let raw = try await device.readBigEndianWord(register: Register.ambientTemperature)
             return [try Self.temperatureRange.measurement(Self.celsius(ambientTemperatureRegister: raw))]
         } catch {
             identified.withLock { $0 = false }
@@ -42,12 +42,12 @@ public final class MCP9808: Sensor {
         }
     }
 
-    private func identify() throws(SensorError) {
-        let manufacturer = try device.readBigEndianWord(register: Register.manufacturerId)
+    private func identify() async throws(SensorError) {
+        let manufacturer = try await device.readBigEndianWord(register: Register.manufacturerId)
         guard manufacturer == Self.manufacturerId else {
             throw .wrongChipId(expected: UInt32(Self.manufacturerId), found: UInt32(manufacturer))
         }
-        let device = UInt8(try self.device.readBigEndianWord(register: Register.deviceId) >> 8)
+        let device = UInt8(try await self.device.readBigEndianWord(register: Register.deviceId) >> 8)
         guard device == Self.deviceId else {
             throw .wrongChipId(expected: UInt32(Self.deviceId), found: UInt32(device))
         }

@@ -10,7 +10,8 @@ import Synchronization
 /// deadline, so its phase does not drift.
 ///
 /// The woken pollers run their reads as the tasks they are, on the cooperative thread pool: a read that waits (a
-/// conversion time) holds no thread, so no reading stalls another beyond the CPU it takes.
+/// conversion time, an I2C transfer, which its bus's thread makes: `I2CBus`) holds no thread, so no reading stalls
+/// another beyond the CPU it takes.
 ///
 /// A deadline earlier than the one the timer sleeps for (a retry after a failure, a poller that just started) is
 /// slept for by its poller alone: the timer is never re-armed for an earlier deadline. Once `run()` has ended, every

@@ -39,11 +39,11 @@ public struct SHT3x: Sensor {
     public var quantities: [Quantity] { [.temperature, .humidity] }
 
     public func read() async throws(SensorError) -> [Measurement] {
-        try device.write(repeatability.command)
+        try await device.write(repeatability.command)
         // Until the measurement is done the chip does not acknowledge a read; a millisecond beyond the
         // maximum keeps clear of that.
         try await pause(repeatability.maximumDuration + .milliseconds(1))
-        let data = try device.read(count: 6)
+        let data = try await device.read(count: 6)
         let temperature = try word(data, at: 0, "temperature")
         let humidity = try word(data, at: 3, "humidity")
         return [

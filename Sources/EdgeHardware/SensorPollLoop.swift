@@ -5,8 +5,7 @@ import ElapsedTime
 /// continuation or a thread hop per sensor or per value. A thousand sensors cost one thread, one timer and the
 /// `SensorSchedule` of each. `runOnPollThread` runs it on a thread of its own that sleeps in the kernel until the next
 /// reads are due (`PollThread`): a wake-up is that one thread waking, with no timer to re-arm in libdispatch and no
-/// hop to the cooperative pool, and no task of the agent (nor a blocking I2C transfer holding a cooperative thread)
-/// can delay the reads.
+/// hop to the cooperative pool, and no task of the agent can delay the reads.
 ///
 /// For sensors whose reads never wait (`ImmediateSensor`: a `pread` of a sysfs attribute, microseconds): a read that
 /// waited (a conversion time, a 1-Wire transaction of 750 ms) would hold back every other sensor's read, so such

@@ -34,12 +34,12 @@ public struct TMP102: Sensor {
     public var quantities: [Quantity] { [.temperature] }
 
     public func read() async throws(SensorError) -> [Measurement] {
-        let raw = try device.readBigEndianWord(register: Register.temperature)
+        let raw = try await device.readBigEndianWord(register: Register.temperature)
         if (raw & 1 == 1) != (range == .extended) {
-            let configuration = try device.readBigEndianWord(register: Register.configuration)
+            let configuration = try await device.readBigEndianWord(register: Register.configuration)
             let wanted =
                 range == .extended ? configuration | Self.extendedModeBit : configuration & ~Self.extendedModeBit
-            try device.writeBigEndianWord(register: Register.configuration, wanted)
+            try await device.writeBigEndianWord(register: Register.configuration, wanted)
         }
         return [try Self.temperatureRange.measurement(Self.celsius(temperatureRegister: raw))]
     }

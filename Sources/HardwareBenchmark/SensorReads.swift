@@ -70,7 +70,7 @@ func sensorReads() async throws {
     ].map { try hardware.addChip($0.0, bus: 1, address: $0.1) }
 
     let bare = I2CDevice(bus: bus, address: 0x48)
-    let callCost = try await measure(5_000) { sink += Double(try bare.readWord(register: 0)) }
+    let callCost = try await measure(5_000) { sink += Double(try await bare.readWord(register: 0)) }
     print("\nthrough the emulated bus (process CPU time, umockdev's thread included)")
     report("one bus call: bare SMBus word read", callCost)
 

@@ -74,8 +74,8 @@ import Testing
         let chip = try hardware.addChip(.sht3x, bus: bus, address: 0x44)
         chip.inject(.slowMeasurement)
         let device = I2CDevice(bus: try I2CBus(path: path), address: 0x44)
-        try device.write([0x24, 0x00])
-        #expect(throws: SensorError.self) { try device.read(count: 6) }
+        try await device.write([0x24, 0x00])
+        await #expect(throws: SensorError.self) { try await device.read(count: 6) }
         // The driver waits the datasheet's time, then reports the chip that has not finished.
         await #expect(throws: SensorError.self) {
             try await SHT3x(bus: try I2CBus(path: path), repeatability: .high).read()

@@ -55,12 +55,14 @@ end=$(date +%s.%N)
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$agent/status")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$agent/status")
 threads=$(awk '/Threads/ {print $2}' "/proc/$agent/status")
-python3 - "$mode" "$before" "$after" "$start" "$end" "$ticks" "$rss" "$hwm" "$threads" <<'PY'
+# The threads by name (what `top -H` shows: i2c-1 is a bus's thread, gmain the emulation's GLib loop).
+names=$(cat "/proc/$agent"/task/*/comm | sort | uniq -c | awk '{count = $1; $1 = ""; printf "%s%s x%d", sep, substr($0, 2), count; sep = ", "}')
+python3 - "$mode" "$before" "$after" "$start" "$end" "$ticks" "$rss" "$hwm" "$threads" "$names" <<'PY'
 import sys
-mode, before, after, start, end, ticks, rss, hwm, threads = sys.argv[1:]
+mode, before, after, start, end, ticks, rss, hwm, threads, names = sys.argv[1:]
 cpu = (float(after) - float(before)) / float(ticks)
 wall = float(end) - float(start)
 print(f"agent polling five sensors at 1 Hz ({mode}), over {wall:.0f} s:")
 print(f"  CPU   {cpu:.2f} s = {100 * cpu / wall:.2f} % of one core")
-print(f"  RSS   {int(rss) / 1024:.1f} MiB (peak {int(hwm) / 1024:.1f} MiB), {threads} threads")
+print(f"  RSS   {int(rss) / 1024:.1f} MiB (peak {int(hwm) / 1024:.1f} MiB), {threads} threads ({names})")
 PY

@@ -37,6 +37,9 @@ typedef enum {
     COATY_EMU_FAULT_CORRUPT_CHECKSUM,
     /// Measurements on command take a thousand times as long as the datasheet says (SHT3x).
     COATY_EMU_FAULT_SLOW_MEASUREMENT,
+    /// The chip holds the bus (its clock line low): a transfer to it does not complete until the fault changes, then
+    /// fails with ETIMEDOUT, as the adapter's timeout ends it.
+    COATY_EMU_FAULT_HOLDS_BUS,
 } coaty_emu_fault;
 
 /// libumockdev's soname. The emulation loads it (and with it GLib) when it starts, not before.
