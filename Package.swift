@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
+//   C shims                 CMosquitto, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages, CFileSystemType
 //   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
 //   communication           CoatyMQTT (libmosquitto), CoatyBrokerDiscovery (mDNS), CoatyCommunication (manager, presence)
@@ -64,6 +64,8 @@ let package = Package(
         .target(name: "CBuildInfo", cSettings: [.define("COATY_EDGE_COMMIT", to: "\"\(buildCommit)\"")]),
         // Unmapping the program's read-only pages once the agent has started (start-up code is not kept resident).
         .target(name: "CProgramPages"),
+        // Whether a sysfs attribute kept open is really on sysfs (fstatfs), for EdgeHardware.
+        .target(name: "CFileSystemType"),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -118,7 +120,9 @@ let package = Package(
             ]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD", "DetachedThread", "ElapsedTime"]),
+        .target(
+            name: "EdgeHardware",
+            dependencies: ["CoatyJSON", "CI2C", "CGPIOD", "CFileSystemType", "DetachedThread", "ElapsedTime"]),
         // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
         // the real driver code runs without hardware (tests, demo).
         // libumockdev is loaded when an emulation starts (dlopen), so that an agent on real hardware does not map it.
