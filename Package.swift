@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CMosquittoInput, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages
+//   C shims                 CMosquitto, CMosquittoInput, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages, CFileSystemType
 //   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls, the
 //                           timespec of their waits)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
@@ -56,6 +56,8 @@ let package = Package(
         // libmosquitto's reads of the broker socket served from a buffer: a burst of packets in one read() rather than
         // three per packet.
         .target(name: "CMosquittoInput", linkerSettings: [.linkedLibrary("dl")]),
+        // Whether a sysfs attribute kept open is really on sysfs (fstatfs), for EdgeHardware.
+        .target(name: "CFileSystemType"),
 
         // Pure Swift, no I/O.
         .target(name: "CoatyJSON"),
@@ -111,7 +113,9 @@ let package = Package(
             ]),
 
         // Hardware: buses, drivers, sensors and GPIO lines.
-        .target(name: "EdgeHardware", dependencies: ["CoatyJSON", "CI2C", "CGPIOD", "DetachedThread", "ElapsedTime"]),
+        .target(
+            name: "EdgeHardware",
+            dependencies: ["CoatyJSON", "CI2C", "CGPIOD", "CFileSystemType", "DetachedThread", "ElapsedTime"]),
         // Register-level emulations of the supported chips and GPIO chips behind a umockdev testbed, so that
         // the real driver code runs without hardware (tests, demo).
         // libumockdev is loaded when an emulation starts (dlopen), so that an agent on real hardware does not map it.

@@ -1025,18 +1025,27 @@ public final class CommunicationManager: Sendable {
     /// the source is not associated.
     @discardableResult
     public func publishIoValue(_ value: IoValue, of source: IoSource) throws(CoatyError) -> Bool {
+        let sourceId = source.objectId
         switch value {
-        case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
-        case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: source.objectId) }
+        case .raw: guard source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
+        case .json: guard !source.useRawIoValues else { throw .ioValueFormatMismatch(sourceId: sourceId) }
         }
-        guard let route = state.withLock({ $0.routing.route(ofSource: source.objectId) }) else {
-            drops.record(of: source.objectId, .noAssociation)
+        return publishIoValue(value, ofSourceWithId: sourceId)
+    }
+
+    /// `publishIoValue(_:of:)` for a caller that has checked the value's format against the source's
+    /// `useRawIoValues` already (the IoSourceController, per value): each of those and the `objectId` is a lookup in
+    /// the source's JSON.
+    package func publishIoValue(_ value: IoValue, ofSourceWithId sourceId: String) -> Bool {
+        guard let route = state.withLock({ $0.routing.route(ofSource: sourceId) }) else {
+            drops.record(of: sourceId, .noAssociation)
             return false
         }
         counters.ioValuesPublished.add(1)
+        let payload = value.payload
         // The frame before the plain copy: an actor agent that takes frames ignores a plain copy that follows one.
-        if options.zeroLoss != nil { keepForZeroLoss(value.payload, of: source.objectId) }
-        enqueue(MQTTMessage(topic: route, payload: value.payload), kind: .value(sourceId: source.objectId))
+        if options.zeroLoss != nil { keepForZeroLoss(payload, of: sourceId) }
+        enqueue(MQTTMessage(topic: route, payload: payload), kind: .value(sourceId: sourceId))
         return true
     }
 

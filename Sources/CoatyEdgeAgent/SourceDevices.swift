@@ -18,14 +18,13 @@ final class SourceDevices: Sendable {
     private let buses: I2CBusPool
     /// Every value, associated or not, for the plain MQTT topics and Home Assistant.
     private let feed: PointFeed
-    /// The latest value of each source. A source's first reading comes before any router associated it and is
-    /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
-    /// input publishes only on a change, so a source that becomes associated sends its latest value, after
-    /// `latestValueDelay`. Sources of a failing device have none: that value would be stale.
-    private let latest = Mutex<[String: JSONValue]>([:])
-    /// The sources with `useRawIoValues`: their values go out as the UTF-8 bytes of the value's JSON text (`21.5`,
-    /// `true`), the same bytes a JSON source sends, so that raw actors (Coaty JS ones too) can take them. Set by `run`.
-    private let rawSourceIds = Mutex<Set<String>>([])
+    /// The IoSource objectIds the devices publish on, each once, in configuration order: the index of one is its
+    /// slot in `published`.
+    private let sourceIds: [String]
+    /// The slot of each of `sourceIds`. Sensors find theirs once, so that a value of theirs is looked up by text
+    /// only where the MQTT route and the Home Assistant feed are.
+    private let slots: [String: Int]
+    private let published: Mutex<PublishedSources>
     /// How long after an Associate a source sends its latest value. The actor reads the same Associate (the broker
     /// hands it to both at once) and subscribes to the route only then: a value sent at once reaches the broker
     /// before that subscription and is lost (Coaty JS actors missed it every time). The delay lets the actor's
@@ -43,6 +42,36 @@ final class SourceDevices: Sendable {
         self.sources = sources
         self.status = status
         self.buses = buses
+        var sourceIds: [String] = []
+        var slots: [String: Int] = [:]
+        let deviceSourceIds =
+            devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
+            + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
+        for id in deviceSourceIds where slots[id] == nil {
+            slots[id] = sourceIds.count
+            sourceIds.append(id)
+        }
+        self.sourceIds = sourceIds
+        self.slots = slots
+        published = Mutex(PublishedSources(count: sourceIds.count))
+    }
+
+    /// Per slot (`slots`), what publishing a source's values needs to keep.
+    private struct PublishedSources {
+        /// The latest value of each source. A source's first reading comes before any router associated it and is
+        /// dropped; a deadband then holds back readings that do not move (until the heartbeat, minutes later) and an
+        /// input publishes only on a change, so a source that becomes associated sends its latest value, after
+        /// `latestValueDelay`. Sources of a failing device have none: that value would be stale.
+        var latest: [JSONValue?]
+        /// The source's handle at the IoSource controller, from its first value on. Its `isRaw` says whether values
+        /// go out as the UTF-8 bytes of the value's JSON text (`21.5`, `true`), the same bytes a JSON source sends,
+        /// so that raw actors (Coaty JS ones too) can take them.
+        var handles: [IoSourceHandle?]
+
+        init(count: Int) {
+            latest = Array(repeating: nil, count: count)
+            handles = Array(repeating: nil, count: count)
+        }
     }
 
     /// The entries of the sensors in the device status, in configuration order.
@@ -64,10 +93,6 @@ final class SourceDevices: Sendable {
 
     /// Polls, watches and publishes until cancelled.
     func run(sources sourcesById: [String: IoSource], logger: Logger) async {
-        let deviceSourceIds =
-            devices.sensors.flatMap(\.sources).map(\.ioSourceId) + devices.inputs.map(\.ioSourceId)
-            + devices.counters.flatMap(\.sourceIds) + devices.pwmOutputs.compactMap(\.dutySourceId)
-        rawSourceIds.withLock { $0 = Set(deviceSourceIds.filter { sourcesById[$0]?.useRawIoValues == true }) }
         // Sensors with the same interval are spread evenly over it. Those whose reads never wait (sysfs attributes)
         // share one thread; each of the others (chips with conversion times, 1-Wire) has a task of its own, and they
         // share one timer.
@@ -88,7 +113,7 @@ final class SourceDevices: Sendable {
                         sensor: sensor, interval: device.pollInterval, backoff: device.retry,
                         pipelines: device.pipelines,
                         phase: phase))
-                togetherWirings.append(SensorWiring(device, label: sensor.label))
+                togetherWirings.append(SensorWiring(device, label: sensor.label, slots: slots))
             } else {
                 alone.append((device, sensor, phase))
             }
@@ -113,10 +138,10 @@ final class SourceDevices: Sendable {
             for input in devices.inputs {
                 group.addTask { await self.watch(input, logger: logger) }
             }
-            let sourceIds = Set(deviceSourceIds.filter { sourcesById[$0] != nil })
-            if !sourceIds.isEmpty {
+            let definedIds = Set(sourceIds.filter { sourcesById[$0] != nil })
+            if !definedIds.isEmpty {
                 group.addTask {
-                    await self.publishLatestValues(of: sourceIds, sourcesById: sourcesById, logger: logger)
+                    await self.publishLatestValues(of: definedIds, sourcesById: sourcesById, logger: logger)
                 }
             }
         }
@@ -124,22 +149,25 @@ final class SourceDevices: Sendable {
 
     // MARK: - Sensors
 
-    /// What a sensor's events go to: its sources by quantity, and its counters.
-    private struct SensorWiring: Sendable {
+    /// What a sensor's events go to: its sources by quantity, and its counters. A class: an event hands on one
+    /// reference, not each of the fields.
+    private final class SensorWiring: Sendable {
         let label: String
-        /// The source of each published quantity, with the counter of its readings.
-        let sources: [(quantity: Quantity, ioSourceId: String, read: Counter)]
+        /// The source (its slot) of each published quantity, with the counter of its readings.
+        let sources: [(quantity: Quantity, slot: Int, read: Counter)]
         /// Counts failures (a sensor that stops answering, or then fails for another reason), not the retries that
         /// fail alike.
         let errors: Counter
 
-        init(_ device: SensorDevice, label: String) {
+        init(_ device: SensorDevice, label: String, slots: [String: Int]) {
             self.label = label
-            var sources: [(quantity: Quantity, ioSourceId: String, read: Counter)] = []
+            var sources: [(quantity: Quantity, slot: Int, read: Counter)] = []
             for binding in device.sources where !sources.contains(where: { $0.quantity == binding.quantity }) {
+                // Every device source has a slot (`init`).
+                guard let slot = slots[binding.ioSourceId] else { continue }
                 sources.append(
                     (
-                        binding.quantity, binding.ioSourceId,
+                        binding.quantity, slot,
                         Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)])
                     ))
             }
@@ -155,7 +183,7 @@ final class SourceDevices: Sendable {
         let poller = SensorPoller(
             sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
             scheduler: scheduler, phase: phase)
-        let wiring = SensorWiring(device, label: sensor.label)
+        let wiring = SensorWiring(device, label: sensor.label, slots: slots)
         for await event in poller {
             handle(event, of: wiring, logger: logger)
         }
@@ -167,13 +195,13 @@ final class SourceDevices: Sendable {
             guard let source = wiring.sources.first(where: { $0.quantity == quantity }) else { return }
             source.read.increment()
             do {
-                try publish(.number(value), from: source.ioSourceId)
+                try publish(.number(value), toSlot: source.slot)
             } catch {
                 logger.error("cannot publish \(wiring.label) \(quantity.rawValue): \(error)")
             }
         case .failed(let error):
             wiring.errors.increment()
-            forgetLatest(of: wiring.sources.map(\.ioSourceId))
+            forgetLatest(ofSlots: wiring.sources.map(\.slot))
             logger.error("\(wiring.label) fails, retrying with backoff: \(error)")
             status.set(wiring.label, error: error.description)
         case .recovered(let attempts):
@@ -201,7 +229,7 @@ final class SourceDevices: Sendable {
                 }
             } catch {
                 guard !Task.isCancelled else { return }
-                forgetLatest(of: [device.ioSourceId])
+                forgetLatest(ofSlots: slots[device.ioSourceId].map { [$0] } ?? [])
                 failures += 1
                 logger.error("\(label) fails, retrying: \(error)")
                 status.set(label, error: "\(error)")
@@ -215,20 +243,35 @@ final class SourceDevices: Sendable {
     /// Hands a device's value to the source controller and keeps it as the source's latest. Under the lock, so that a
     /// value sent on association can never overtake a newer reading. Counters and PWM outputs publish through it too.
     func publish(_ value: JSONValue, from sourceId: String) throws(CoatyError) {
-        feed.send(value, of: sourceId)
-        try latest.withLock { latest throws(CoatyError) in
-            try sources.publish(ioValue(value, from: sourceId), from: sourceId)
-            latest[sourceId] = value
+        guard let slot = slots[sourceId] else { throw .unknownIoPoint(sourceId) }
+        try publish(value, toSlot: slot)
+    }
+
+    private func publish(_ value: JSONValue, toSlot slot: Int) throws(CoatyError) {
+        feed.send(value, of: sourceIds[slot])
+        try published.withLock { published throws(CoatyError) in
+            let handle = try sourceHandle(ofSlot: slot, in: &published)
+            try sources.publish(ioValue(value, isRaw: handle.isRaw), from: handle)
+            published.latest[slot] = value
         }
     }
 
-    private func ioValue(_ value: JSONValue, from sourceId: String) -> IoValue {
-        rawSourceIds.withLock { $0.contains(sourceId) } ? .raw(value.serializedBytes()) : .json(value)
+    /// The controller's handle of the slot's source, found at its first value (the controller knows its sources
+    /// once it was initialized).
+    private func sourceHandle(ofSlot slot: Int, in published: inout PublishedSources) throws(CoatyError) -> IoSourceHandle {
+        if let handle = published.handles[slot] { return handle }
+        let handle = try sources.handle(of: sourceIds[slot])
+        published.handles[slot] = handle
+        return handle
     }
 
-    private func forgetLatest(of sourceIds: [String]) {
-        latest.withLock { latest in
-            for id in sourceIds { latest[id] = nil }
+    private func ioValue(_ value: JSONValue, isRaw: Bool) -> IoValue {
+        isRaw ? .raw(value.serializedBytes()) : .json(value)
+    }
+
+    private func forgetLatest(ofSlots slots: [Int]) {
+        published.withLock { published in
+            for slot in slots { published.latest[slot] = nil }
         }
     }
 
@@ -246,13 +289,16 @@ final class SourceDevices: Sendable {
             }
             while let (id, due) = await resends.next() {
                 guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { break }
-                guard resends.take(id, due: due), let source = sourcesById[id], sources.isAssociated(source) else {
+                guard resends.take(id, due: due), let source = sourcesById[id], let slot = slots[id],
+                    sources.isAssociated(source)
+                else {
                     continue
                 }
                 do {
-                    try latest.withLock { latest throws(CoatyError) in
-                        guard let value = latest[id] else { return }
-                        try sources.publish(ioValue(value, from: id), from: id)
+                    try published.withLock { published throws(CoatyError) in
+                        guard let value = published.latest[slot] else { return }
+                        let handle = try sourceHandle(ofSlot: slot, in: &published)
+                        try sources.publish(ioValue(value, isRaw: handle.isRaw), from: handle)
                     }
                 } catch {
                     logger.error("cannot publish the latest value of \(source.name): \(error)")

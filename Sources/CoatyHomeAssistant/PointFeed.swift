@@ -18,8 +18,13 @@ package final class PointFeed: Sendable {
     /// Sends a point's new value; nothing when it equals the latest (an output's line that did not switch).
     public func send(_ value: JSONValue, of ioPointId: String) {
         state.withLock { state in
-            guard state.latest[ioPointId] != value else { return }
-            state.latest[ioPointId] = value
+            // One hash of the objectId, not two: this runs for every sensor reading.
+            if let index = state.latest.index(forKey: ioPointId) {
+                guard state.latest.values[index] != value else { return }
+                state.latest.values[index] = value
+            } else {
+                state.latest[ioPointId] = value
+            }
             for continuation in state.continuations.values {
                 continuation.yield(PointValue(ioPointId: ioPointId, value: value))
             }

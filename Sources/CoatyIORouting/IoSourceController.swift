@@ -4,7 +4,6 @@ import CoatyModel
 import CoatyRuntime
 import CoreMetrics
 import ElapsedTime
-import Logging
 import Synchronization
 
 /// Publishes the values of this agent's IO sources, shaped by each source's backpressure strategy and the update
@@ -28,15 +27,14 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
         state.withLock { state in
             state.manager = context.communicationManager
-            state.logger = context.logger
-            for source in sources { state.sources[source.objectId] = SourceEntry(source: source) }
+            for source in sources { state.add(SourceEntry(source: source)) }
         }
     }
 
     /// One task for all sources: their IoStates come in one stream.
     public func whileStarted(_ context: ControllerContext) async {
         let manager = context.communicationManager
-        let ids = state.withLock { Array($0.sources.keys) }
+        let ids = state.withLock { $0.sources.map(\.sourceId) }
         if let states = try? manager.observeIoStates(of: ids) {
             for await (id, ioState) in states { apply(ioState, to: id) }
         }
@@ -47,22 +45,22 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     private func apply(_ ioState: IoState, to id: String, isStopping: Bool = false) {
         let (discarded, associateWatchers) = state.withLock {
             state -> ((CommunicationManager, ValueDropReason)?, [ObservationStream<String>.Continuation]) in
-            guard let index = state.sources.index(forKey: id) else { return (nil, []) }
+            guard let index = state.indices[id] else { return (nil, []) }
             let watchers = ioState.hasAssociations ? Array(state.associateWatchers.values) : []
-            let source = state.sources.values[index]
+            let source = state.sources[index]
             let changed = source.isAssociated != ioState.hasAssociations || source.updateRate != ioState.updateRate
-            state.sources.values[index].isAssociated = ioState.hasAssociations
-            state.sources.values[index].updateRate = ioState.updateRate
-            if ioState.hasAssociations { state.sources.values[index].associates += 1 }
-            state.sources.values[index].watchers?.send(state.sources.values[index])
+            state.sources[index].isAssociated = ioState.hasAssociations
+            state.sources[index].updateRate = ioState.updateRate
+            if ioState.hasAssociations { state.sources[index].associates += 1 }
+            state.sources[index].watchers?.send(state.sources[index])
             guard changed || source.pipeline.mode == .closed && ioState.hasAssociations else { return (nil, watchers) }
             source.timer?.cancel()
-            state.sources.values[index].timer = nil
-            state.sources.values[index].timerGeneration += 1
-            let discards = state.sources.values[index].pipeline.rebuild(
+            state.sources[index].timer = nil
+            state.sources[index].timerGeneration += 1
+            let discards = state.sources[index].pipeline.rebuild(
                 .init(
                     isAssociated: ioState.hasAssociations, updateRate: ioState.updateRate,
-                    strategy: source.source.updateStrategy),
+                    strategy: source.strategy),
                 at: now)
             guard discards, let manager = state.manager else { return (nil, watchers) }
             // A value that waited for its deadline: a new rate or association starts afresh, as in Coaty JS.
@@ -87,12 +85,35 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     @discardableResult
     public func publish(_ value: IoValue, from sourceId: String) throws(CoatyError) -> Bool {
+        try publish(value, from: handle(of: sourceId))
+    }
+
+    /// The handle of an own source, to publish its values with (`publish(_:from:)`) without looking it up by its
+    /// objectId each time; `unknownIoPoint` when the agent has no such source (or the controller was not
+    /// initialized yet).
+    package func handle(of sourceId: String) throws(CoatyError) -> IoSourceHandle {
+        let found = state.withLock { state in
+            state.indices[sourceId].map {
+                IoSourceHandle(index: $0, sourceId: sourceId, isRaw: state.sources[$0].isRaw)
+            }
+        }
+        guard let found else { throw .unknownIoPoint(sourceId) }
+        return found
+    }
+
+    /// Publishes a value of the source `handle` stands for, subject to its strategy; false when it was dropped
+    /// because the source is not associated. A handle of another controller is `unknownIoPoint`.
+    @discardableResult
+    package func publish(_ value: IoValue, from handle: IoSourceHandle) throws(CoatyError) -> Bool {
         let now = now
+        let sourceId = handle.sourceId
         let outcome = try state.withLock { state throws(CoatyError) -> Outcome? in
-            guard let index = state.sources.index(forKey: sourceId) else { throw .unknownIoPoint(sourceId) }
-            // The entry is handed on in place (`inout`): a read through `values[index]` copies the whole entry and
+            guard state.sources.indices.contains(handle.index), state.sources[handle.index].sourceId == sourceId else {
+                throw .unknownIoPoint(sourceId)
+            }
+            // The entry is handed on in place (`inout`): a read through `sources[index]` copies the whole entry and
             // retains every reference in it, which cost as much as the rest of a publication (perf at 1000 zones).
-            return try push(value, from: sourceId, at: now, manager: state.manager, into: &state.sources.values[index])
+            return try push(value, from: sourceId, at: now, manager: state.manager, into: &state.sources[handle.index])
         }
         switch outcome {
         case nil:
@@ -104,9 +125,9 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             counters.published.increment()
             if supersedes { manager.countDroppedValues(of: sourceId, .superseded) }
             return true
-        case .publish(let source, let manager, let value, let counters):
+        case .publish(let manager, let value, let counters):
             counters.published.increment()
-            if try manager.publishIoValue(value, of: source) { counters.routed.increment() }
+            if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
             return true
         }
     }
@@ -127,7 +148,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             entry.dropped += 1
             return .dropped(manager)
         case .publishNow(let value):
-            return .publish(entry.source, manager, value, entry.counters)
+            return .publish(manager, value, entry.counters)
         case .scheduled:
             if entry.timer == nil { entry.timer = makeTimer(for: sourceId, generation: entry.timerGeneration) }
             return .scheduled(manager, entry.counters, supersedes: supersedes)
@@ -145,7 +166,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     private enum Outcome {
         case dropped(CommunicationManager)
         case scheduled(CommunicationManager, SourceCounters, supersedes: Bool)
-        case publish(IoSource, CommunicationManager, IoValue, SourceCounters)
+        case publish(CommunicationManager, IoValue, SourceCounters)
     }
 
     /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
@@ -153,9 +174,10 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         Task { [clock, origin] in
             while true {
                 let deadline = state.withLock { state -> ElapsedInstant? in
-                    guard state.sources[sourceId]?.timerGeneration == generation else { return nil }
-                    guard let deadline = state.sources[sourceId]?.pipeline.nextDeadline else {
-                        state.sources[sourceId]?.timer = nil
+                    guard let index = state.indices[sourceId], state.sources[index].timerGeneration == generation
+                    else { return nil }
+                    guard let deadline = state.sources[index].pipeline.nextDeadline else {
+                        state.sources[index].timer = nil
                         return nil
                     }
                     return deadline
@@ -166,19 +188,14 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 } catch {
                     return
                 }
-                let due = state.withLock { state -> (IoValue, IoSource, CommunicationManager, SourceCounters)? in
-                    guard var source = state.sources[sourceId], source.timerGeneration == generation,
-                        let manager = state.manager, let value = source.pipeline.advance(to: now)
+                let due = state.withLock { state -> (IoValue, CommunicationManager, SourceCounters)? in
+                    guard let index = state.indices[sourceId], state.sources[index].timerGeneration == generation,
+                        let manager = state.manager, let value = state.sources[index].pipeline.advance(to: now)
                     else { return nil }
-                    defer { state.sources[sourceId] = source }
-                    return (value, source.source, manager, source.counters)
+                    return (value, manager, state.sources[index].counters)
                 }
-                if let (value, source, manager, counters) = due {
-                    do {
-                        if try manager.publishIoValue(value, of: source) { counters.routed.increment() }
-                    } catch {
-                        state.withLock { $0.logger }.error("cannot publish a value of \(source.name): \(error)")
-                    }
+                if let (value, manager, counters) = due {
+                    if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
                 }
             }
         }
@@ -201,7 +218,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     package func associates() -> ObservationStream<String> {
         let (stream, continuation) = ObservationStream.makeStream(of: String.self)
         let id = state.withLock { state in
-            for (id, entry) in state.sources where entry.associates > 0 { continuation.yield(id) }
+            for entry in state.sources where entry.associates > 0 { continuation.yield(entry.sourceId) }
             state.nextWatcherId += 1
             state.associateWatchers[state.nextWatcherId] = continuation
             return state.nextWatcherId
@@ -218,23 +235,23 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     }
 
     public func isAssociated(_ source: IoSource) -> Bool {
-        state.withLock { $0.sources[source.objectId]?.isAssociated ?? false }
+        state.withLock { state in state.indices[source.objectId].map { state.sources[$0].isAssociated } ?? false }
     }
 
     /// The broadcasts of a source's state, made when the first watcher asks: most sources never have one.
     private func watchers(of source: IoSource) -> SourceWatchers? {
         state.withLock { state in
-            guard let index = state.sources.index(forKey: source.objectId) else { return nil }
-            if let watchers = state.sources.values[index].watchers { return watchers }
-            let watchers = SourceWatchers(state.sources.values[index])
-            state.sources.values[index].watchers = watchers
+            guard let index = state.indices[source.objectId] else { return nil }
+            if let watchers = state.sources[index].watchers { return watchers }
+            let watchers = SourceWatchers(state.sources[index])
+            state.sources[index].watchers = watchers
             return watchers
         }
     }
 
     /// Values dropped because the source was not associated (the manager's `droppedValues` counts every reason).
     public func droppedValues(of source: IoSource) -> Int {
-        state.withLock { $0.sources[source.objectId]?.dropped ?? 0 }
+        state.withLock { state in state.indices[source.objectId].map { state.sources[$0].dropped } ?? 0 }
     }
 }
 
@@ -249,17 +266,41 @@ extension IoSourceController where C == ContinuousClock {
 /// looking up generic type metadata and copying the entries than on anything else.
 private struct SourceTable {
     var manager: CommunicationManager?
-    var logger = Logger(label: "coaty.io-source")
-    var sources: [String: SourceEntry] = [:]
+    /// In the order of the node definitions; an entry keeps its place (the index of its handles) for good.
+    var sources: [SourceEntry] = []
+    /// The index of each source in `sources`, by objectId.
+    var indices: [String: Int] = [:]
     /// The streams of `associates()`.
     var associateWatchers: [Int: ObservationStream<String>.Continuation] = [:]
     var nextWatcherId = 0
+
+    /// Adds a source, or starts a known one afresh in its place.
+    mutating func add(_ entry: SourceEntry) {
+        if let index = indices[entry.sourceId] {
+            sources[index] = entry
+        } else {
+            indices[entry.sourceId] = sources.count
+            sources.append(entry)
+        }
+    }
+}
+
+/// An own source of an `IoSourceController`, found once by its objectId (`handle(of:)`), so that publishing its
+/// values (`publish(_:from:)`, per value) looks nothing up by text: a hash of the objectId per value was one of the
+/// larger costs of a published value at a thousand sources.
+package struct IoSourceHandle: Sendable, Hashable {
+    /// Where the source is in its controller's table.
+    let index: Int
+    package let sourceId: String
+    /// Whether the source has `useRawIoValues`: its values are `.raw` bytes, not JSON.
+    package let isRaw: Bool
 }
 
 private struct SourceEntry {
-    var source: IoSource
-    /// `source.useRawIoValues`, which is a lookup in the source's JSON.
+    /// `source.objectId` and `source.useRawIoValues`, each a lookup in the source's JSON.
+    let sourceId: String
     let isRaw: Bool
+    let strategy: IoSourceBackpressureStrategy
     var pipeline = IoSourcePipeline<ElapsedInstant>()
     var timer: Task<Void, Never>?
     var timerGeneration = 0
@@ -273,9 +314,10 @@ private struct SourceEntry {
     let counters: SourceCounters
 
     init(source: IoSource) {
-        self.source = source
+        sourceId = source.objectId
         isRaw = source.useRawIoValues
-        counters = SourceCounters(sourceId: source.objectId)
+        strategy = source.updateStrategy
+        counters = SourceCounters(sourceId: sourceId)
     }
 }
 
@@ -299,8 +341,8 @@ private final class SourceWatchers: Sendable {
 }
 
 /// Values accepted for publishing and values that went out on the route (after the strategy); the manager counts
-/// those dropped.
-private struct SourceCounters: Sendable {
+/// those dropped. A class: a publication hands on one reference, not one per counter.
+private final class SourceCounters: Sendable {
     let published: Counter
     let routed: Counter
 

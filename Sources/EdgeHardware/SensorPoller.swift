@@ -109,7 +109,8 @@ public struct SensorPoller<C: Clock>: AsyncSequence, Sendable where C.Duration =
             }
             let now = poller.clock.now
             var events: [SensorEvent] = []
-            schedule.complete(result, of: poller.sensor, at: now) { events.append($0) }
+            let sensor = poller.sensor
+            schedule.complete(result, of: sensor.label, at: now) { events.append($0) }
             pending += events
             let status = schedule.status(at: now)
             poller.health.status.withLock { $0 = status }
@@ -164,12 +165,20 @@ package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.
     }
 
     /// Takes the result of a read that ended at `now`: hands the events it makes to `deliver` (a recovery, the values
-    /// that come out of the pipelines, in the sensor's order, or a failure) and sets when the next read is due.
+    /// that come out of the pipelines, in the sensor's order, or a failure) and sets when the next read is due, which
+    /// it returns. `label` names the sensor in an error; it is not evaluated otherwise (a sensor's label is made of
+    /// text, and handing the sensor itself on copied it on every read).
+    @discardableResult
     package mutating func complete(
-        _ result: Result<[Measurement], SensorError>, of sensor: any Sensor, at now: Instant,
+        _ result: Result<[Measurement], SensorError>, of label: @autoclosure () -> String, at now: Instant,
         deliver: (SensorEvent) -> Void
-    ) {
-        switch result.flatMap({ complete($0, of: sensor) }) {
+    ) -> Instant {
+        var result = result
+        // Checked without a closure: one that uses `self` copied the whole schedule on every read (perf).
+        if case .success(let measurements) = result, let missing = missingQuantity(in: measurements) {
+            result = .failure(.invalidReading("\(label()) returned no \(missing.rawValue)"))
+        }
+        switch result {
         case .success(let measurements):
             if failures > 0 {
                 deliver(.recovered(failedAttempts: failures))
@@ -186,6 +195,7 @@ package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.
             }
             let next = due.advanced(by: interval)
             due = next < now ? now : next
+            return due
         case .failure(let error):
             failures += 1
             if failingSince == nil { failingSince = now }
@@ -194,6 +204,7 @@ package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.
             if error != lastError { deliver(.failed(error)) }
             lastError = error
             due = now.advanced(by: backoff.delay(afterFailures: failures))
+            return due
         }
     }
 
@@ -203,12 +214,14 @@ package struct SensorSchedule<Instant: InstantProtocol>: Sendable where Instant.
         return .failing(since: failingSince ?? now, error: lastError, attempts: failures)
     }
 
-    /// The measurements, or an error when one of the quantities to publish is missing.
-    private func complete(_ measurements: [Measurement], of sensor: any Sensor) -> Result<[Measurement], SensorError> {
-        for (quantity, _) in pipelines where !measurements.contains(where: { $0.quantity == quantity }) {
-            return .failure(.invalidReading("\(sensor.label) returned no \(quantity.rawValue)"))
+    /// The first quantity to publish that the measurements lack, if any.
+    private func missingQuantity(in measurements: [Measurement]) -> Quantity? {
+        // By index: an element copied out would retain its pipeline's filters.
+        for index in pipelines.indices {
+            let quantity = pipelines[index].quantity
+            if !measurements.contains(where: { $0.quantity == quantity }) { return quantity }
         }
-        return .success(measurements)
+        return nil
     }
 }
 

@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import CFileSystemType
 import Synchronization
 
 /// A sysfs attribute that is read again and again (a thermal zone's `temp`): the file stays open and each read is
@@ -11,15 +12,21 @@ import Synchronization
 /// device went away fails (ENODEV). After a failed read the file is closed and opened afresh by the next one, so a
 /// device that comes back is found again.
 ///
-/// A regular file (a tree that tests, the emulation or a benchmark write) does not fail when it is removed or
-/// replaced by a rename, so each read also checks with `fstat` that the open file still has a name, and opens the
-/// path again if not. (Telling sysfs apart to skip that would take `fstatfs`, which the Glibc module does not offer,
-/// and the umockdev preload redirects `/sys`; an `fstat` costs far less than the `open` and `close` it saves.)
+/// A file elsewhere (a tree that tests, the emulation or a benchmark write; umockdev's testbed, where its preload
+/// sends `/sys`) does not fail when it is removed or replaced by a rename (the emulation writes its files so), so
+/// each read of such a file also checks with `fstat` that the open file still has a name, and opens the path again
+/// if not. Whether the file is on sysfs is asked once per open (`fstatfs`): a real attribute is one `pread` a read.
 final class SysfsAttribute: Sendable {
     let path: String
-    /// The open file, or -1 before the first read and after a failure. The lock also keeps a read from racing a
-    /// close.
-    private let descriptor = Mutex<Int32>(-1)
+    private let file = Mutex(OpenFile())
+
+    /// The open file, or none (-1) before the first read and after a failure. The lock also keeps a read from racing
+    /// a close.
+    private struct OpenFile {
+        var descriptor: Int32 = -1
+        /// Whether each read checks that the file still has a name: it is not on sysfs.
+        var checksLink = false
+    }
 
     /// The largest attribute read; sysfs attributes are at most one page.
     private static let capacity = 4096
@@ -29,8 +36,11 @@ final class SysfsAttribute: Sendable {
     }
 
     deinit {
-        descriptor.withLock { if $0 >= 0 { close($0) } }
+        file.withLock { if $0.descriptor >= 0 { close($0.descriptor) } }
     }
+
+    /// Whether reads check that the open file still has a name (it is not on sysfs); false before the first read.
+    var checksLink: Bool { file.withLock { $0.descriptor >= 0 && $0.checksLink } }
 
     /// The whole attribute, trimmed of the whitespace around it, as a decimal integer (`-10125`, `48312`). A missing
     /// file is `noDevice`, any other failure of the file is `io`, and text that is not one integer is an
@@ -49,28 +59,35 @@ final class SysfsAttribute: Sendable {
 
     /// Reads the attribute from its start; returns the number of bytes read.
     private func read(into buffer: UnsafeMutableRawBufferPointer) throws(SensorError) -> Int {
-        let result: Result<Int, SensorError> = descriptor.withLock { descriptor in
-            if descriptor < 0 {
-                descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
+        let result: Result<Int, SensorError> = file.withLock { file in
+            if file.descriptor < 0 {
+                guard openPath(&file) else { return .failure(SysfsFile.failure(errno, path)) }
             }
-            var count = Self.readAll(descriptor, into: buffer)
-            if count >= 0 && !Self.isLinked(descriptor) {
+            var count = Self.readAll(file.descriptor, into: buffer)
+            if count >= 0 && file.checksLink && !Self.isLinked(file.descriptor) {
                 // Removed or replaced since it was opened: read what is at the path now.
-                close(descriptor)
-                descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                guard descriptor >= 0 else { return .failure(SysfsFile.failure(errno, path)) }
-                count = Self.readAll(descriptor, into: buffer)
+                close(file.descriptor)
+                file.descriptor = -1
+                guard openPath(&file) else { return .failure(SysfsFile.failure(errno, path)) }
+                count = Self.readAll(file.descriptor, into: buffer)
             }
             guard count >= 0 else {
                 let code = errno
-                close(descriptor)
-                descriptor = -1
+                close(file.descriptor)
+                file.descriptor = -1
                 return .failure(SysfsFile.failure(code, path))
             }
             return .success(count)
         }
         return try result.get()
+    }
+
+    /// Opens the path; false with errno set when it cannot.
+    private func openPath(_ file: inout OpenFile) -> Bool {
+        file.descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard file.descriptor >= 0 else { return false }
+        file.checksLink = coaty_file_is_on_sysfs(file.descriptor) == 0
+        return true
     }
 
     /// Whether the open file still has a name: false once it was removed, or replaced by a rename.

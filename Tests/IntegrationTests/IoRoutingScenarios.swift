@@ -65,6 +65,53 @@ struct IoRoutingScenarios {
         try await poll { !actors.isAssociated(actor) }
     }
 
+    /// A source's handle (found once by its objectId) publishes as its objectId does: the values arrive, the format
+    /// is checked, and the handle says whether the source is raw. An unknown objectId has no handle, and a handle
+    /// of another controller, where its index is another source, publishes nothing.
+    func sourceHandlesPublishAsTheirObjectIds() async throws {
+        let source = IoSource(name: "Temperature Source", valueType: Self.temperature)
+        let raw = IoSource(name: "Raw Source", valueType: "coaty.test.Bytes", useRawIoValues: true)
+        let actor = IoActor(name: "Temperature Actor", valueType: Self.temperature)
+        let sources = IoSourceController()
+        let actors = IoActorController()
+        let router = IoRouter(context: IoContext(name: "TemperatureMeasurement"))
+        let container = try await agent(
+            "handles",
+            nodes: [
+                IoNodeDefinition(contextName: "TemperatureMeasurement", ioSources: [source, raw], ioActors: [actor])
+            ],
+            controllers: [("Sources", sources), ("Actors", actors), ("Router", router)])
+        // The same sources the other way round: its first handle is the raw source.
+        let otherSources = IoSourceController()
+        let other = try await agent(
+            "other", nodes: [IoNodeDefinition(contextName: "Elsewhere", ioSources: [raw, source])],
+            controllers: [("Sources", otherSources)])
+        #expect(throws: CoatyError.unknownIoPoint("no-such-source")) { try sources.handle(of: "no-such-source") }
+        let handle = try sources.handle(of: source.objectId)
+        #expect(handle.sourceId == source.objectId && !handle.isRaw)
+        let rawHandle = try sources.handle(of: raw.objectId)
+        #expect(rawHandle.sourceId == raw.objectId && rawHandle.isRaw)
+        let foreign = try otherSources.handle(of: source.objectId)
+        #expect(foreign != handle)
+
+        let values = Recorder(actors.values(of: actor))
+        container.start()
+        try await poll { sources.isAssociated(source) }
+        try await brokerSync(container.communicationManager)
+        #expect(try sources.publish(.json(.number(21.5)), from: handle))
+        #expect(throws: CoatyError.ioValueFormatMismatch(sourceId: source.objectId)) {
+            try sources.publish(.raw([0x32]), from: handle)
+        }
+        #expect(throws: CoatyError.unknownIoPoint(source.objectId)) {
+            try sources.publish(.json(.number(-1)), from: foreign)
+        }
+        #expect(try sources.publish(.json(.number(22)), from: source.objectId))
+        try await values.wait(count: 2)
+        #expect(values.elements == [.json(.number(21.5)), .json(.number(22))])
+        await container.shutdown()
+        await other.shutdown()
+    }
+
     /// Four agents: the context's operating state decides which actor gets the temperatures.
     func routingAcrossContainersDependsOnContext() async throws {
         let s1 = IoSource(name: "Temperature Source 1", valueType: Self.temperature)

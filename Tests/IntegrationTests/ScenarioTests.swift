@@ -20,6 +20,7 @@ import Testing
     @Test func deferredPublications() async throws { try await communication.deferredPublicationsArriveAfterConnect() }
     @Test func connectionExecutor() async throws { try await communication.observersOnTheConnectionExecutor() }
     @Test func basicIoRouting() async throws { try await ioRouting.basicRoutingWithinOneContainer() }
+    @Test func sourceHandles() async throws { try await ioRouting.sourceHandlesPublishAsTheirObjectIds() }
     @Test func ioRoutingAcrossContainers() async throws {
         try await ioRouting.routingAcrossContainersDependsOnContext()
     }
@@ -58,6 +59,9 @@ import Testing
     }
     @Test func basicIoRouting() async throws {
         try await withBroker { _, r in try await r.basicRoutingWithinOneContainer() }
+    }
+    @Test func sourceHandles() async throws {
+        try await withBroker { _, r in try await r.sourceHandlesPublishAsTheirObjectIds() }
     }
     @Test func ioRoutingAcrossContainers() async throws {
         try await withBroker { _, r in try await r.routingAcrossContainersDependsOnContext() }
