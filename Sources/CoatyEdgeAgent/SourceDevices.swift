@@ -258,7 +258,9 @@ final class SourceDevices: Sendable {
 
     /// The controller's handle of the slot's source, found at its first value (the controller knows its sources
     /// once it was initialized).
-    private func sourceHandle(ofSlot slot: Int, in published: inout PublishedSources) throws(CoatyError) -> IoSourceHandle {
+    private func sourceHandle(ofSlot slot: Int, in published: inout PublishedSources) throws(CoatyError)
+        -> IoSourceHandle
+    {
         if let handle = published.handles[slot] { return handle }
         let handle = try sources.handle(of: sourceIds[slot])
         published.handles[slot] = handle

@@ -11,8 +11,8 @@ import DetachedThread
 /// re-arms a `timerfd`, then hands the task to a cooperative thread, which it wakes), so each wake-up cost two thread
 /// wake-ups, four context switches and a `timerfd_settime`; here it is one thread waking, which reads the due sensors
 /// and publishes their values itself (the publish path does not wait: it queues the packets and writes them to the
-/// socket). The cooperative threads (two on a 2-core Pi) stay free for the agent's tasks, and no task, nor an I2C
-/// transfer holding a cooperative thread, delays the reads.
+/// socket). The cooperative threads (two on a 2-core Pi) stay free for the agent's tasks, and no task delays the
+/// reads.
 final class PollThread: PollLoopTimer, @unchecked Sendable {
     // @unchecked: the mutex and the condition variable live at fixed addresses for the object's life (a pthread
     // mutex must not move), and `isStopped` is only touched with the mutex held.
