@@ -52,8 +52,10 @@ public final class SharedObjects: Sendable {
     }
 
     /// - Parameters:
+    ///   - manager: the communication manager whose agent hosts and reaches the shared objects.
     ///   - clock: the clock of expiry.
     ///   - requestTimeout: how long a Discover or a change waits for its host.
+    ///   - logger: where the shared objects log what they host, change and fail to do.
     public init<C: Clock & Sendable>(
         manager: CommunicationManager, clock: C, requestTimeout: Duration = .seconds(3),
         logger: Logger = Logger(label: "coaty.shared")
