@@ -479,11 +479,12 @@ private final class NetworkSession {
         rc = serve()
         // Before anything else can change errno, which `describe` may read.
         let reason = failure ?? describe(rc)
-        // What the buffer still holds belongs to the connection that ended.
-        coaty_read_buffer_detach()
         if rc == MOSQ_ERR_SUCCESS.rawValue {
+            // Still reading through the buffer: bytes it holds are the start of the next packet.
             disconnectCleanly()
         }
+        // What the buffer still holds belongs to the connection that ended.
+        coaty_read_buffer_detach()
         let unwritten = transport.pendingWrites.withLock { $0.removeAll() }
         if !unwritten.isEmpty {
             transport.events.yield(.unwritten(unwritten))

@@ -140,6 +140,54 @@ import Testing
         try await publisher.disconnect()
     }
 
+    /// A clean stop during a flood, where the buffer may still hold packets (the thread reads at most 256 a turn):
+    /// the stop reads on through the buffer while it writes what is queued, so every packet it reads is one the broker
+    /// sent, in order, the last publication goes out and the DISCONNECT with it (the broker publishes no will).
+    @Test func aCleanStopDuringAFloodReadsOnlyTheBrokersPacketsAndEndsCleanly() async throws {
+        let broker = try await TestBroker.started()
+        let watcher = try await TestClient.connected(to: broker, subscribingTo: ["stop/#"])
+        let received = Shared<[String]>([])
+        let gate = DispatchSemaphore(value: 0)
+        let subscriber = try MosquittoTransport()
+        try subscriber.subscribe("flood/#")
+        var options = broker.connectOptions(clientId: "stopping-reader")
+        options.will = MQTTMessage(topic: "stop/will", payload: Array("gone".utf8))
+        try subscriber.connect(options, executor: nil) { inbound in
+            guard case .message(let message) = inbound else { return }
+            let text = String(decoding: message.payload, as: UTF8.self)
+            received.value.withLock { $0.append(text) }
+            if text == "hold" { gate.wait() }
+        }
+        for await event in subscriber.connectionEvents where event == .connected { break }
+        try subscriber.publish(MQTTMessage(topic: "flood/probe", payload: Array("probe".utf8)))
+        try await waitUntil { received.value.withLock { $0.contains("probe") } }
+
+        let publisher = try await TestClient.connected(to: broker)
+        let count = 2_000
+        publisher.transport.publishingTogether {
+            try? publisher.publish("flood/hold", "hold")
+            for index in 0..<count { try? publisher.publish("flood/\(index % 10)", "\(index)") }
+        }
+        try await publisher.sync()
+        try await Task.sleep(for: .milliseconds(200))
+        // Queued while the network thread is held; then the stop, then the thread goes on.
+        try subscriber.publish(MQTTMessage(topic: "stop/last", payload: Array("last".utf8)))
+        let stopped = Task { await subscriber.disconnect(.clean) }
+        try await Task.sleep(for: .milliseconds(100))
+        gate.signal()
+        await stopped.value
+
+        #expect(try await watcher.nextMessage().topic == "stop/last")
+        let texts = received.value.withLock { Array($0.drop { $0 != "hold" }.dropFirst()) }
+        #expect(texts == (0..<texts.count).map { "\($0)" }, "only the broker's packets, in order")
+        // The broker publishes a will at once when a connection ends without DISCONNECT.
+        try await Task.sleep(for: .milliseconds(500))
+        try await watcher.sync()
+        #expect(watcher.pendingMessages.allSatisfy { $0.topic != "stop/will" })
+        try await watcher.disconnect()
+        try await publisher.disconnect()
+    }
+
     /// Payloads smaller and larger than the buffer, in one burst: each arrives whole and unchanged, whether it began
     /// in the buffer and ended in the socket or was read straight into libmosquitto's packet.
     @Test func payloadsAcrossTheBuffersEdgesArriveWhole() async throws {
