@@ -19,7 +19,8 @@ import Testing
         // Resolves the system's read() the buffer refills with.
         _ = coaty_mosquitto_buffer_reads()
         var pair: [Int32] = [-1, -1]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        // Close-on-exec: a process another test starts meanwhile must not keep the writer's end open past its close.
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         defer { for descriptor in pair where descriptor >= 0 { close(descriptor) } }
         let (reader, writer) = (pair[0], pair[1])
         try #require(fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) | O_NONBLOCK) == 0)
@@ -73,7 +74,7 @@ import Testing
     @Test func aBufferServesOnlyItsOwnThread() throws {
         _ = coaty_mosquitto_buffer_reads()
         var pair: [Int32] = [-1, -1]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         defer { for descriptor in pair { close(descriptor) } }
         try #require(coaty_read_buffer_attach(pair[0], 64) == 0)
         defer { coaty_read_buffer_detach() }
