@@ -101,22 +101,9 @@ import Testing
     @Test func libmosquittoReadsABurstInAFewSystemReads() async throws {
         #expect(MosquittoTransport.readsAreBuffered)
         let broker = try await TestBroker.started()
-        let received = Shared<[String]>([])
-        let gate = DispatchSemaphore(value: 0)
-        let subscriber = try MosquittoTransport()
-        try subscriber.subscribe("burst/#")
-        try subscriber.connect(broker.connectOptions(clientId: "burst-reader"), executor: nil) { inbound in
-            guard case .message(let message) = inbound else { return }
-            let text = String(decoding: message.payload, as: UTF8.self)
-            let holdsTheThread = received.value.withLock { received in
-                received.append(text)
-                return text == "0"
-            }
-            if holdsTheThread { gate.wait() }
-        }
-        for await event in subscriber.connectionEvents where event == .connected { break }
-        try subscriber.publish(MQTTMessage(topic: "burst/probe", payload: Array("probe".utf8)))
-        try await waitUntil { received.value.withLock { $0.contains("probe") } }
+        let reader = try await HeldReader.connected(
+            broker.connectOptions(clientId: "burst-reader"), topic: "burst", holdingOn: "0")
+        let (subscriber, received, gate) = (reader.transport, reader.received, reader.gate)
 
         let publisher = try await TestClient.connected(to: broker)
         let count = 2_000
@@ -147,21 +134,10 @@ import Testing
     @Test func aCleanStopDuringAFloodReadsOnlyTheBrokersPacketsAndEndsCleanly() async throws {
         let broker = try await TestBroker.started()
         let watcher = try await TestClient.connected(to: broker, subscribingTo: ["stop/#"])
-        let received = Shared<[String]>([])
-        let gate = DispatchSemaphore(value: 0)
-        let subscriber = try MosquittoTransport()
-        try subscriber.subscribe("flood/#")
         var options = broker.connectOptions(clientId: "stopping-reader")
         options.will = MQTTMessage(topic: "stop/will", payload: Array("gone".utf8))
-        try subscriber.connect(options, executor: nil) { inbound in
-            guard case .message(let message) = inbound else { return }
-            let text = String(decoding: message.payload, as: UTF8.self)
-            received.value.withLock { $0.append(text) }
-            if text == "hold" { gate.wait() }
-        }
-        for await event in subscriber.connectionEvents where event == .connected { break }
-        try subscriber.publish(MQTTMessage(topic: "flood/probe", payload: Array("probe".utf8)))
-        try await waitUntil { received.value.withLock { $0.contains("probe") } }
+        let reader = try await HeldReader.connected(options, topic: "flood", holdingOn: "hold")
+        let (subscriber, received, gate) = (reader.transport, reader.received, reader.gate)
 
         let publisher = try await TestClient.connected(to: broker)
         let count = 2_000
@@ -216,16 +192,44 @@ import Testing
         try await publisher.disconnect()
     }
 
+    /// A transport subscribed to `topic/#` that records every payload as text and holds its network thread in the
+    /// callback of the payload `holdingOn` until `gate` is signalled; connected, and its subscription applied (a probe
+    /// it published to itself came back).
+    private struct HeldReader {
+        let transport: MosquittoTransport
+        let received = Shared<[String]>([])
+        let gate = DispatchSemaphore(value: 0)
+
+        static func connected(_ options: MQTTConnectOptions, topic: String, holdingOn held: String) async throws
+            -> HeldReader
+        {
+            let reader = HeldReader(transport: try MosquittoTransport())
+            try reader.transport.subscribe("\(topic)/#")
+            try reader.transport.connect(options, executor: nil) { [received = reader.received, gate = reader.gate] in
+                guard case .message(let message) = $0 else { return }
+                let text = String(decoding: message.payload, as: UTF8.self)
+                received.value.withLock { $0.append(text) }
+                if text == held { gate.wait() }
+            }
+            for await event in reader.transport.connectionEvents where event == .connected { break }
+            try reader.transport.publish(MQTTMessage(topic: "\(topic)/probe", payload: Array("probe".utf8)))
+            try await waitUntil { reader.received.value.withLock { $0.contains("probe") } }
+            return reader
+        }
+    }
+
     private final class Shared<Value: Sendable>: Sendable {
         let value: Mutex<Value>
         init(_ value: Value) { self.value = Mutex(value) }
     }
 
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "timed out")
-            try await Task.sleep(for: .milliseconds(5))
-        }
+}
+
+/// Returns once `condition` holds; fails the test after 30 s (a guard against hanging, not a timing).
+private func waitUntil(_ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while !condition() {
+        try #require(ContinuousClock.now < deadline, "timed out")
+        try await Task.sleep(for: .milliseconds(5))
     }
 }
