@@ -1,7 +1,8 @@
 import Synchronization
 
 /// Collects what an async sequence yields, so a test can wait for elements without owning the iteration.
-/// The waits have generous deadlines that only guard against a hang; they are not timing assertions.
+/// The waits have generous deadlines (30 s) that only guard against a hang; they are not timing assertions: in a full
+/// test run on two cores, each hop of an agent's task can wait a second for a thread.
 public final class Recorder<Element: Sendable>: Sendable {
     private final class Storage: Sendable {
         let state = Mutex<(elements: [Element], isFinished: Bool)>(([], false))
@@ -31,22 +32,28 @@ public final class Recorder<Element: Sendable>: Sendable {
 
     /// Waits until at least `count` elements arrived; returns them all.
     @discardableResult
-    public func wait(count: Int, within deadline: Duration = .seconds(10)) async throws -> [Element] {
+    public func wait(count: Int, within deadline: Duration = .seconds(30)) async throws -> [Element] {
         try await wait(within: deadline, "\(count) elements") { $0.count >= count }
     }
 
     /// Waits until the sequence ended.
-    public func waitFinished(within deadline: Duration = .seconds(10)) async throws {
+    public func waitFinished(within deadline: Duration = .seconds(30)) async throws {
         try await poll(within: deadline, "the end of the sequence") { self.isFinished }
     }
 
     /// Waits until the elements satisfy `condition`; returns them.
     @discardableResult
     public func wait(
-        within deadline: Duration = .seconds(10), _ what: String = "a condition",
+        within deadline: Duration = .seconds(30), _ what: String = "a condition",
         until condition: @escaping ([Element]) -> Bool
     ) async throws -> [Element] {
-        try await poll(within: deadline, what) { condition(self.elements) }
+        do {
+            try await poll(within: deadline, what) { condition(self.elements) }
+        } catch var timeout as TimeoutError {
+            // What did arrive tells a failing test's reader which step never came.
+            timeout.what += " (recorded: \(elements))"
+            throw timeout
+        }
         return elements
     }
 
