@@ -22,6 +22,9 @@ public final class SharedObjects: Sendable {
     /// Wakes the expiry loop when an object with an expiry appears.
     private let expiryWake: AsyncStream<Void>.Continuation
     private let expiryWakes: AsyncStream<Void>
+    /// Wakes the loop that asks again for the objects connections wait for.
+    private let askWake: AsyncStream<Void>.Continuation
+    private let askWakes: AsyncStream<Void>
 
     struct State: ~Copyable {
         /// By objectId.
@@ -33,6 +36,8 @@ public final class SharedObjects: Sendable {
         var echoes: [String: Echo] = [:]
         /// Connections being made, by replica id, waiting for a host's copy to bind them (`connect`).
         var bindingWaiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        /// When to ask again for an object that connections wait for, by name, and the wait after that.
+        var asks: [String: (next: Duration, interval: Duration)] = [:]
         var nextId = 0
 
         /// Stops hosting an object and remembers it as deleted.
@@ -44,6 +49,10 @@ public final class SharedObjects: Sendable {
     }
 
     static let deletedIdsKept = 1024
+    /// A waiting connection's object is asked for again after this, then after twice as long each time, up to
+    /// `lastAskInterval`.
+    static let firstAskInterval = Duration.seconds(1)
+    static let lastAskInterval = Duration.seconds(60)
 
     enum Echo {
         case expected
@@ -65,6 +74,7 @@ public final class SharedObjects: Sendable {
         self.requestTimeout = requestTimeout
         self.logger = logger
         (expiryWakes, expiryWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (askWakes, askWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     public convenience init(
@@ -165,14 +175,20 @@ public final class SharedObjects: Sendable {
             disconnect(id)
             throw SharedObjectFailure(.unknownObject, "no agent hosts a shared object named \(name)")
         case .wait:
-            break
+            let now = timing.now()
+            state.withLock { state in
+                if state.asks[name] == nil { state.asks[name] = (now + Self.firstAskInterval, Self.firstAskInterval) }
+            }
+            askWake.yield()
         }
         return connection
     }
 
-    /// Asks the hosts for the object and hands the first answer to the replicas; false when nobody answered.
-    private func discover(_ name: String, for ids: [Int]) async -> Bool {
-        for await resolve in manager.publishDiscover(SharedObjectWire.discover(name: name), timeout: requestTimeout) {
+    /// Asks the hosts for the object and hands the first answer to the replicas `ids` (nil: every replica of the
+    /// object); false when nobody answered within `timeout` (the request timeout unless given).
+    private func discover(_ name: String, for ids: [Int]?, timeout: Duration? = nil) async -> Bool {
+        let event = SharedObjectWire.discover(name: name)
+        for await resolve in manager.publishDiscover(event, timeout: timeout ?? requestTimeout) {
             guard let object = resolve.event.object, let received = SharedObjectState(object) else { continue }
             absorb(received, into: ids)
             return true
@@ -423,6 +439,43 @@ public final class SharedObjects: Sendable {
                 for await state in states where state == .online { await self.cameOnline() }
             }
             group.addTask { await self.expire() }
+            group.addTask { await self.askWhileWaiting() }
+        }
+    }
+
+    /// Asks again for the objects that connections wait for, after 1 s, then twice as long each time up to a
+    /// minute, and listens for answers until the next time: a host whose advertisement went out before this agent
+    /// observed advertisements (both starting at once), or whose answer came after the first Discover's timeout (a
+    /// loaded machine), is found all the same. Nothing is asked while no connection waits.
+    private func askWhileWaiting() async {
+        var wakes = askWakes.makeAsyncIterator()
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                let now = timing.now()
+                let (due, next) = state.withLock { state -> ([(name: String, listen: Duration)], Duration?) in
+                    let waiting = Set(
+                        state.replicas.values.filter { $0.replica.status == .waiting }.map(\.replica.name))
+                    state.asks = state.asks.filter { waiting.contains($0.key) }
+                    var due: [(name: String, listen: Duration)] = []
+                    for (name, ask) in state.asks where ask.next <= now {
+                        state.asks[name] = (now + ask.interval, min(ask.interval * 2, Self.lastAskInterval))
+                        due.append((name, ask.interval))
+                    }
+                    return (due, state.asks.values.map(\.next).min())
+                }
+                for ask in due {
+                    group.addTask {
+                        _ = await self.discover(ask.name, for: nil, timeout: max(self.requestTimeout, ask.listen))
+                    }
+                }
+                if let next {
+                    // A connection that starts to wait meanwhile is asked for at most a second late.
+                    let wait = min(next - timing.now(), .seconds(1))
+                    if wait > .zero { do { try await timing.sleep(wait) } catch { return } }
+                } else if await wakes.next() == nil {
+                    return
+                }
+            }
         }
     }
 

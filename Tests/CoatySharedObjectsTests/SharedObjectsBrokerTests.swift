@@ -321,6 +321,36 @@ func replay(_ events: [SharedObjectEvent]) -> (data: JSONObject, version: Int)? 
         try await agents.stop(waiter)
     }
 
+    /// A connection that waits asks again, at growing intervals: a host whose advertisement went out before this
+    /// agent was there, and whose answer to the first Discover came too late, is found all the same. The host here
+    /// never advertises and answers only the second Discover.
+    @Test func aWaitingConnectionAsksAgainUntilAHostAnswers() async throws {
+        let agents = try await SharedAgents()
+        let waiter = try await agents.agent("waiter", requestTimeout: .milliseconds(500))
+        let hostManager = agents.scenarios.agent("host")
+        let discovers = hostManager.observeDiscover()
+        try await agents.scenarios.online(hostManager)
+        let object = SharedObjectState(name: "early", hostId: hostManager.identity.objectId, data: ["k": 1]).object
+        let answering = Task {
+            var asked = 0
+            for await request in discovers where request.event.externalId == "early" {
+                asked += 1
+                if asked >= 2 { try? await request.respond(ResolveEvent(object: object)) }
+            }
+        }
+        let connecting = ContinuousClock.now
+        let connection = try await waiter.shared.connect("early", ifMissing: .wait)
+        #expect(connection.status == .waiting)
+        try await poll(within: .seconds(20)) { connection.status == .connected }
+        let took = ContinuousClock.now - connecting
+        #expect(connection.snapshot?.data == ["k": 1])
+        // Its own Discover ended after 500 ms; the next one goes a second later.
+        #expect(took >= .milliseconds(1500), "connected \(took) after connecting")
+        answering.cancel()
+        await hostManager.stop()
+        try await agents.stop(waiter)
+    }
+
     @Test func aReadOnlyObjectIsChangedOnlyByItsHost() async throws {
         let agents = try await SharedAgents()
         let host = try await agents.agent("host")

@@ -53,7 +53,17 @@ import Testing
         let associations = Recorder(actors.associations(of: fan))
         plant.start()
         routerAgent.start()
-        try await associations.wait { $0 == [false, true] }
+        do {
+            try await associations.wait { $0 == [false, true] }
+        } catch {
+            // What the router knew, for a failure seen only in full runs on a loaded machine.
+            let probe = try? await routerAgent.sharedObjects.connect("setpoints", ifMissing: .fail)
+            print(
+                "SharedRuleTests: nodes \(router.managedNodeIds), \(router.associations.count) associations, "
+                    + "a new connection of the router \(probe.map { "\($0.status) \($0.snapshot?.data ?? [:])" } ?? "failed")"
+            )
+            throw error
+        }
         #expect(router.associations.map(\.rule) == ["fan when hotter than the setpoint"])
 
         let operatorConnection = try await plant.sharedObjects.connect("setpoints", ifMissing: .fail)
