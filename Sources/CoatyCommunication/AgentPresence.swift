@@ -233,6 +233,7 @@ public final class AgentPresence: Sendable {
 
     /// Asks every agent for its identity and nodes, again while agents known before have not been heard of (see
     /// `CensusRounds`); agents known before that neither answer nor advertise their identity meanwhile are gone.
+    /// Answers that come later are taken until the next census or the stop.
     private func takeCensus() async {
         // The agent itself is not asked after: it knows itself (`track()`).
         let ownId = manager.identity.objectId
@@ -246,7 +247,15 @@ public final class AgentPresence: Sendable {
                 before.subtracting(state.seenDuringCensus ?? []).allSatisfy { state.agents[$0] == nil }
             }
         }
-        let isFinished = await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete) {
+        let ended = { [self] in
+            let seen = state.withLock { state in
+                defer { state.seenDuringCensus = nil }
+                return state.seenDuringCensus ?? []
+            }
+            guard manager.operatingState == .started else { return }
+            remove(Array(before.subtracting(seen)))
+        }
+        await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete, ended: ended) {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await resolve in self.manager.publishDiscover(.coreTypes([.identity])) {
@@ -262,12 +271,8 @@ public final class AgentPresence: Sendable {
                 }
             }
         }
-        let seen = state.withLock { state in
-            defer { state.seenDuringCensus = nil }
-            return state.seenDuringCensus ?? []
-        }
-        guard isFinished, manager.operatingState == .started else { return }
-        remove(Array(before.subtracting(seen)))
+        // Cancelled, by the next census or the stop; one cut short before its last round decided nothing.
+        state.withLock { $0.seenDuringCensus = nil }
     }
 
     private func add(_ identity: Identity, namespace: String) {

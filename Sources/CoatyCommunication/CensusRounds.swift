@@ -9,20 +9,24 @@ package enum CensusRounds {
 
     /// Runs `ask` (a Discover whose answers it takes until it is cancelled) up to `count` times: the first waits
     /// `firstWait`; a further one starts only while `isComplete` is false and waits twice as long as the one before.
-    /// Then cancels them all. Returns false when the census itself was cancelled.
+    /// Then calls `ended`, and the asks go on taking answers until the census is cancelled (by the next census or
+    /// the stop): an answer later than the census (a machine so loaded that it came after the first wait, while
+    /// nothing known before was missed, so no second round was asked) still counts, only too late to keep
+    /// what `ended` dropped. Returns when cancelled; `ended` is not called when that was before the last round.
     package static func run(
-        firstWait: Duration, isComplete: @escaping @Sendable () -> Bool, ask: @escaping @Sendable () async -> Void
-    ) async -> Bool {
+        firstWait: Duration, isComplete: @escaping @Sendable () -> Bool, ended: () -> Void,
+        ask: @escaping @Sendable () async -> Void
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             var wait = firstWait
             for round in 1...count {
                 group.addTask { await ask() }
-                guard (try? await Task.sleep(for: wait)) != nil else { break }
+                guard (try? await Task.sleep(for: wait)) != nil else { return group.cancelAll() }
                 if round == count || isComplete() { break }
                 wait *= 2
             }
-            group.cancelAll()
+            ended()
+            await group.waitForAll()
         }
-        return !Task.isCancelled
     }
 }

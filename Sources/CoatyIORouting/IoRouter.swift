@@ -188,8 +188,9 @@ public final class IoRouter: Controller {
     }
 
     /// After a reconnect: Discovers the context's nodes, again while nodes managed before have not been heard of (see
-    /// `CensusRounds`); the answers to all Discovers are taken until the census ends. A census cancelled for a newer
-    /// one ends without dropping anything.
+    /// `CensusRounds`); the answers to all Discovers are taken until the next census or the stop, so that a node
+    /// answering later than the census is managed all the same. A census cancelled for a newer one ends without
+    /// dropping anything.
     private func takeCensus(
         of contextName: String, manager: CommunicationManager, into input: ObservationStream<Trigger>.Continuation
     ) async {
@@ -203,14 +204,14 @@ public final class IoRouter: Controller {
                 } ?? false
             }
         }
-        let isFinished = await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete) {
+        let ended: () -> Void = { input.yield(.censusEnded) }
+        await CensusRounds.run(firstWait: censusTimeout, isComplete: isComplete, ended: ended) {
             for await resolve in manager.publishDiscover(.coreTypes([.ioNode])) {
                 guard let object = resolve.event.object, let node = try? IoNode(object), node.contextName == contextName
                 else { continue }
                 input.yield(.managed(node))
             }
         }
-        if isFinished { input.yield(.censusEnded) }
     }
 
     /// Hands the data of a shared object the rules read to the evaluation, now and after every change (the last data

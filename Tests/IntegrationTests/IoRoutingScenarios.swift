@@ -275,6 +275,29 @@ struct IoRoutingScenarios {
         for container in [sourceAgent, normalAgent, emergencyAgent] { await container.shutdown() }
     }
 
+    /// A router whose census ends before any answer can come (a census timeout of zero; on a loaded machine the
+    /// 3 s default ran out as well) still manages the node that answered after it: the node's agent was online first,
+    /// so its advertisement went out before the router observed advertisements, and its answer is all the router hears.
+    func aNodeThatAnswersAfterTheCensusIsManaged() async throws {
+        let context = "TemperatureMeasurement"
+        let source = IoSource(name: "Source", valueType: Self.temperature)
+        let actor = IoActor(name: "Actor", valueType: Self.temperature)
+        let actors = IoActorController()
+        let plant = try await agent(
+            "plant", nodes: [IoNodeDefinition(contextName: context, ioSources: [source], ioActors: [actor])],
+            controllers: [("Sources", IoSourceController()), ("Actors", actors)])
+        let associations = Recorder(actors.associations(of: actor))
+        plant.start()
+        try await poll { plant.communicationManager.communicationState == .online }
+        let router = IoRouter(context: IoContext(name: context), censusTimeout: .zero)
+        let routerAgent = try await agent("router", controllers: [("Router", router)])
+        routerAgent.start()
+        try await associations.wait { $0 == [false, true] }
+        #expect(router.managedNodeIds == plant.communicationManager.ioNodes.map(\.objectId))
+        await routerAgent.shutdown()
+        await plant.shutdown()
+    }
+
     /// The router follows nodes as they come and go: nodes that were there before it (resolved), a node advertised
     /// after the first routes were made, a Deadvertise, and the last will of an agent whose connection broke (which
     /// names its identity and its IO node).

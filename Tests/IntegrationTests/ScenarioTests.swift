@@ -25,6 +25,7 @@ import Testing
         try await ioRouting.routingAcrossContainersDependsOnContext()
     }
     @Test func routerFollowsNodesAndRates() async throws { try await ioRouting.routerFollowsNodesAndRates() }
+    @Test func lateCensusAnswer() async throws { try await ioRouting.aNodeThatAnswersAfterTheCensusIsManaged() }
     @Test func actorStates() async throws { try await ioRouting.actorStatesCountErrorsAndReplayTheLatestValue() }
     @Test func sourceStrategies() async throws { try await ioRouting.sourceStrategiesOnAControlledClock() }
 }
@@ -68,6 +69,9 @@ import Testing
     }
     @Test func routerFollowsNodesAndRates() async throws {
         try await withBroker { _, r in try await r.routerFollowsNodesAndRates() }
+    }
+    @Test func lateCensusAnswer() async throws {
+        try await withBroker { _, r in try await r.aNodeThatAnswersAfterTheCensusIsManaged() }
     }
     @Test func actorStates() async throws {
         try await withBroker { _, r in try await r.actorStatesCountErrorsAndReplayTheLatestValue() }
