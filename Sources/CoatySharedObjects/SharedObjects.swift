@@ -139,7 +139,8 @@ public final class SharedObjects: Sendable {
         case create
         /// Fail with `unknownObject`.
         case fail
-        /// Return a connection that is `waiting`, and connects when a host advertises the object.
+        /// Return a connection that is `waiting`, and connects when a host advertises the object or answers the
+        /// Discover asked again after 1 s, then twice as long each time up to a minute.
         case wait
     }
 
