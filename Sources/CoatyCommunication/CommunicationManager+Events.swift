@@ -137,7 +137,7 @@ extension CommunicationManager {
                     }
                 },
                 finish: continuation.finish)
-            guard let (observers, subscribeAfter, unsubscribeAfter) = registered else {
+            guard let (observers, needsUpkeep) = registered else {
                 refuseRequest(event.eventType)
                 continuation.finish()
                 return stream
@@ -157,12 +157,7 @@ extension CommunicationManager {
                     })
             }
             // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
-            if !subscribeAfter.isEmpty || !unsubscribeAfter.isEmpty {
-                state.withLock { state in
-                    addSubscriptions(subscribeAfter, in: &state)
-                    removeSubscriptions(unsubscribeAfter, in: &state)
-                }
-            }
+            if needsUpkeep { scheduleResponseUpkeep() }
             let timer = timeout.map { timeout in
                 Task {
                     try? await Task.sleep(for: timeout)

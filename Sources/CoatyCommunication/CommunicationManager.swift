@@ -698,12 +698,12 @@ public final class CommunicationManager: Sendable {
     }
 
     /// Registers the observers of `count` requests' responses on topics of `responseSubscriptions`; returns their
-    /// ids and correlation ids, and the topics to subscribe (spares) and give up (ended requests) once the requests
-    /// are published; nil (and nothing registered) when `maximumPendingRequests` would be passed.
+    /// ids and correlation ids, and whether `keepResponseTopics` is due once the requests are published; nil (and
+    /// nothing registered) when `maximumPendingRequests` would be passed.
     func addResponseObservers(
         _ count: Int, of responseType: CoatyEventType,
         deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
-    ) -> (observers: [(id: Int, correlationId: String)], subscribeAfter: [String], unsubscribeAfter: [String])? {
+    ) -> (observers: [(id: Int, correlationId: String)], needsUpkeep: Bool)? {
         let namespace = subscriptionNamespace
         return state.withLock { state in
             guard
@@ -722,7 +722,26 @@ public final class CommunicationManager: Sendable {
                 state.observerSubscriptions[id] = (key, topic.topicFilter, true)
                 return (id, topic.correlationId)
             }
-            return (observers, taken.subscribeAfter, taken.unsubscribeAfter)
+            return (observers, taken.needsUpkeep)
+        }
+    }
+
+    /// Runs `keepResponseTopics` as a job of the connection's thread: in its next turn, after it has written the
+    /// request just published, so that the request does not wait for the upkeep's work and packets.
+    func scheduleResponseUpkeep() {
+        Task(executorPreference: connectionExecutor) { [weak self] in self?.keepResponseTopics() }
+    }
+
+    /// Subscribes fresh spare response topics and gives up the ended ones (`ResponseSubscriptions.upkeep`).
+    func keepResponseTopics() {
+        let namespace = subscriptionNamespace
+        state.withLock { state in
+            let upkeep = state.responseSubscriptions.upkeep { responseType, correlationId in
+                CoatyTopic.subscriptionFilter(
+                    namespace: namespace, eventType: responseType, correlationId: correlationId)
+            }
+            addSubscriptions(upkeep.subscribe, in: &state)
+            removeSubscriptions(upkeep.unsubscribe, in: &state)
         }
     }
 

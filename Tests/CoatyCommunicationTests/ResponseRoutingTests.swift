@@ -136,8 +136,9 @@ import Testing
     }
     /// The response topics of ended calls are given up after the next call is published, not ahead of it: a caller
     /// that calls again as soon as a Return arrives would otherwise wait for the UNSUBSCRIBE (and the broker's change
-    /// of its subscriptions) before its Call goes out.
-    @Test func endedResponseTopicsAreGivenUpAfterTheNextCall() async throws {
+    /// of its subscriptions) before its Call goes out. The spares are refilled after the call that found them half
+    /// gone, in the same way.
+    @Test func endedResponseTopicsAreGivenUpAndSparesRefilledAfterTheNextCall() async throws {
         let operations = TransportOperations()
         let broker = self.broker
         let requester = CommunicationManager(
@@ -156,13 +157,26 @@ import Testing
             }
         }
         #expect(answered == calls)
+        let batch = ResponseSubscriptions.batchSize
+        // The upkeep runs as a job after the last call's publication: wait for its packets.
+        try await poll { operations.all.contains { $0.hasPrefix("unsubscribe ") } }
         let recorded = operations.all
-        #expect(recorded.filter { $0.hasPrefix("publish coaty/3/-/CLL:echo/") }.count == calls)
-        let lastCall = try #require(recorded.lastIndex { $0.hasPrefix("publish coaty/3/-/CLL:echo/") })
+        let callIndices = recorded.indices.filter { recorded[$0].hasPrefix("publish coaty/3/-/CLL:echo/") }
+        #expect(callIndices.count == calls)
         let givingUp = recorded.indices.filter { recorded[$0].hasPrefix("unsubscribe ") }
         #expect(givingUp.count == 1, "\(recorded)")
-        #expect(givingUp.allSatisfy { $0 > lastCall }, "\(recorded)")
-        #expect(givingUp.map { recorded[$0] } == ["unsubscribe \(ResponseSubscriptions.batchSize) RTN topics"])
+        #expect(givingUp.allSatisfy { $0 > callIndices[calls - 1] }, "\(recorded)")
+        #expect(givingUp.map { recorded[$0] } == ["unsubscribe \(batch) RTN topics"])
+        // The first call subscribed its topic and the spares ahead of it; the refill came after call 17, which
+        // found them half gone.
+        let subscribing = recorded.indices.filter {
+            recorded[$0].hasSuffix(" RTN topics") && recorded[$0].hasPrefix("subscribe ")
+        }
+        #expect(
+            subscribing.map { recorded[$0] } == [
+                "subscribe \(ResponseSubscriptions.spareCount + 1) RTN topics", "subscribe \(batch) RTN topics",
+            ], "\(recorded)")
+        #expect(subscribing.count == 2 && subscribing[0] < callIndices[0] && subscribing[1] > callIndices[calls - 1])
         answering.cancel()
         await requester.stop()
         await responder.stop()

@@ -35,15 +35,22 @@ import Testing
         let first = try take(of: .returnEvent, from: &responses)
         #expect(first.responseTopics == [.init(correlationId: "c0", topicFilter: filter("c0"))])
         #expect(first.subscribeBefore == (0...ResponseSubscriptions.spareCount).map { filter("c\($0)") })
-        #expect(first.subscribeAfter.isEmpty)
+        #expect(!first.needsUpkeep)
         #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
         // Another response type has spares of its own.
         #expect(responses.spareCount(of: .resolve) == 0)
     }
 
-    /// Later requests take spares without a subscription of their own; the spares are refilled a batch at a time,
-    /// after the request that found them half gone.
-    @Test func laterRequestsTakeSparesAndRefillInBatches() throws {
+    /// `upkeep` with the test's topics.
+    func upkeep(_ responses: inout ResponseSubscriptions) -> ResponseSubscriptions.Upkeep {
+        responses.upkeep { responseType, correlationId in
+            responseType == .returnEvent ? filter(correlationId) : "\(responseType.rawValue) \(correlationId)"
+        }
+    }
+
+    /// Later requests take spares without a subscription of their own; the request that finds them half gone asks
+    /// for an upkeep (once until it runs), which refills them a batch at a time.
+    @Test func laterRequestsTakeSparesAndAskForARefillInBatches() throws {
         var (responses, _) = pool()
         _ = responses.take(1, of: .returnEvent, filter: filter)
         var refills: [[String]] = []
@@ -52,26 +59,73 @@ import Testing
             let taken = try take(of: .returnEvent, from: &responses)
             #expect(taken.subscribeBefore.isEmpty)
             used += taken.responseTopics.map(\.correlationId)
-            if !taken.subscribeAfter.isEmpty { refills.append(taken.subscribeAfter) }
             let lowest = ResponseSubscriptions.spareCount - ResponseSubscriptions.batchSize
-            #expect(responses.spareCount(of: .returnEvent) > lowest)
+            #expect(taken.needsUpkeep == (responses.spareCount(of: .returnEvent) == lowest))
+            if taken.needsUpkeep {
+                let made = upkeep(&responses)
+                #expect(made.unsubscribe.isEmpty)
+                refills.append(made.subscribe)
+                #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
+            }
         }
         #expect(refills.count == 4)
         #expect(refills.allSatisfy { $0.count == ResponseSubscriptions.batchSize })
+        #expect(refills.joined().allSatisfy { $0.hasPrefix("coaty/3/-/RTN/+/c") })
         #expect(Set(used).count == used.count)
         #expect(!used.contains("c0"))
     }
 
-    /// Ended topics wait for the next request, which gives them up after its publication once a batch has ended;
+    /// Until the upkeep runs, requests take the spares left and do not ask again; with none left, a request
+    /// subscribes its own topic and fresh spares ahead of it, and the upkeep it asked for finds nothing to do.
+    @Test func requestsBeforeTheUpkeepRunsTakeTheSparesLeft() throws {
+        var (responses, _) = pool()
+        _ = try take(of: .returnEvent, from: &responses)
+        var asked = 0
+        var used: [String] = []
+        for _ in 0..<(ResponseSubscriptions.spareCount + 1) {
+            let taken = try take(of: .returnEvent, from: &responses)
+            if taken.needsUpkeep { asked += 1 }
+            used += taken.responseTopics.map(\.correlationId)
+        }
+        #expect(asked == 1)
+        #expect(responses.isUpkeepDue)
+        // The 33rd found none: its own topic and 32 fresh spares, one packet ahead of it.
+        #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
+        #expect(Set(used).count == used.count)
+        let made = upkeep(&responses)
+        #expect(made == .init(subscribe: [], unsubscribe: []))
+        #expect(!responses.isUpkeepDue)
+    }
+
+    /// One upkeep refills every response type whose spares are half gone, each with its own topics.
+    @Test func anUpkeepRefillsEveryResponseType() throws {
+        var (responses, _) = pool()
+        _ = try take(of: .returnEvent, from: &responses)
+        _ = try take(of: .resolve, from: &responses)
+        var asked = 0
+        for _ in 0..<ResponseSubscriptions.batchSize {
+            if try take(of: .returnEvent, from: &responses).needsUpkeep { asked += 1 }
+            if try take(of: .resolve, from: &responses).needsUpkeep { asked += 1 }
+        }
+        #expect(asked == 1)
+        let made = upkeep(&responses)
+        #expect(made.subscribe.count == 2 * ResponseSubscriptions.batchSize)
+        #expect(made.subscribe.filter { $0.hasPrefix("coaty/3/-/RTN/+/") }.count == ResponseSubscriptions.batchSize)
+        #expect(made.subscribe.filter { $0.hasPrefix("RSV ") }.count == ResponseSubscriptions.batchSize)
+        #expect(responses.spareCount(of: .returnEvent) == ResponseSubscriptions.spareCount)
+        #expect(responses.spareCount(of: .resolve) == ResponseSubscriptions.spareCount)
+    }
+
+    /// Ended topics wait for a later request, which asks for an upkeep that gives them up once a batch has ended;
     /// offline, and when the connection is lost, they are given up at once.
-    @Test func endedTopicsAreGivenUpAfterTheNextRequest() throws {
+    @Test func endedTopicsAreGivenUpByTheUpkeepAfterTheNextRequest() throws {
         var (responses, _) = pool()
         let batch = ResponseSubscriptions.batchSize
         var topics: [String] = []
         for _ in 0..<(batch + 3) {
             let taken = try take(of: .returnEvent, from: &responses)
             #expect(taken.responseTopics.allSatisfy { $0.topicFilter == filter($0.correlationId) })
-            #expect(taken.unsubscribeAfter.isEmpty)
+            if taken.needsUpkeep { #expect(upkeep(&responses).unsubscribe.isEmpty) }
             topics += taken.responseTopics.map(\.topicFilter)
         }
         #expect(responses.pendingCount == batch + 3)
@@ -80,13 +134,16 @@ import Testing
         }
         #expect(responses.ended == Array(topics.prefix(batch)))
         let next = try take(of: .returnEvent, from: &responses)
-        #expect(next.unsubscribeAfter == Array(topics.prefix(batch)))
+        #expect(next.needsUpkeep)
+        #expect(responses.ended == Array(topics.prefix(batch)))
+        #expect(upkeep(&responses).unsubscribe == Array(topics.prefix(batch)))
         #expect(responses.ended.isEmpty)
         let offline = topics[batch]
         #expect(responses.release(offline, isOnline: false) == [offline])
         #expect(responses.release(topics[batch + 1], isOnline: true).isEmpty)
         // Fewer than a batch ended: they wait.
-        #expect(try take(of: .returnEvent, from: &responses).unsubscribeAfter.isEmpty)
+        #expect(!(try take(of: .returnEvent, from: &responses).needsUpkeep))
+        #expect(upkeep(&responses).unsubscribe.isEmpty)
         #expect(responses.releaseEnded() == [topics[batch + 1]])
         #expect(responses.ended.isEmpty)
         #expect(responses.pendingCount == 3)
@@ -124,14 +181,15 @@ import Testing
         #expect(responses.pendingCount == 3)
     }
 
-    /// Requests that do not end (more of them than spares) still find spares: the refill follows every batch
-    /// taken, so none waits for a subscription of its own, and the spares stay bounded.
+    /// Requests that do not end (more of them than spares) still find spares: the upkeep refills them after every
+    /// batch taken, so none waits for a subscription of its own, and the spares stay bounded.
     @Test func manyPendingRequestsStillTakeSpares() throws {
         var (responses, _) = pool()
         var all = try take(of: .resolve, from: &responses).responseTopics.map(\.correlationId)
         for _ in 0..<(3 * ResponseSubscriptions.spareCount) {
             let taken = try take(of: .resolve, from: &responses)
             #expect(taken.subscribeBefore.isEmpty)
+            if taken.needsUpkeep { _ = upkeep(&responses) }
             all += taken.responseTopics.map(\.correlationId)
             #expect(responses.spareCount(of: .resolve) <= ResponseSubscriptions.spareCount)
         }
