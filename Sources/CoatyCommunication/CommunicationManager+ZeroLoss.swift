@@ -99,10 +99,7 @@ extension CommunicationManager {
     private func zeroLossRoute(of sourceId: String, in state: borrowing State) -> (
         route: String, receivers: [IoRouteReceiver]
     )? {
-        guard
-            let route = state.routing.actorsByRoute.first(where: { $0.value.values.contains { $0.contains(sourceId) } }
-            )?.key
-        else { return nil }
+        guard let route = state.routing.route(ofAssociatedSource: sourceId) else { return nil }
         return (route, state.ioRoutes[route]?.receivers ?? [])
     }
 
@@ -231,7 +228,7 @@ extension CommunicationManager {
     /// Subscribes the frame topics of the sources newly associated with own actors (returned, to be asked to
     /// resume once the lock is released) and unsubscribes those no longer associated.
     func updateZeroLossSubscriptions(in state: inout State) -> [String] {
-        let associated = Set(state.routing.actorsByRoute.values.flatMap { $0.values.flatMap { $0 } })
+        let associated = state.routing.associatedSourceIds
         let added = associated.subtracting(state.zeroLossSubscribed)
         for sourceId in added { addSubscription(ZeroLossFrame.valueTopic(of: sourceId), in: &state) }
         for sourceId in state.zeroLossSubscribed.subtracting(associated) {

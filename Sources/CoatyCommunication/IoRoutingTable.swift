@@ -39,6 +39,10 @@ struct IoRoutingTable: Sendable {
     /// `actorsByRoute` the other way round: per own actor, per source associated with it, the route of the pair (a
     /// pair is on one route at a time), so that an Associate finds its pair without looking at every route.
     private var routesByActor: [String: [String: String]] = [:]
+    /// Per source associated with an own actor, the routes of its pairs and how many pairs are on each (one route,
+    /// but for the moments in which a route change has reached some of its actors and not yet the others), so that
+    /// a zero-loss frame finds its route without looking at every route.
+    private var pairsBySource: [String: [String: Int]] = [:]
     private let ownSourceIds: Set<String>
     private let ownActorIds: Set<String>
 
@@ -58,6 +62,12 @@ struct IoRoutingTable: Sendable {
 
     /// The routes on which an own actor receives values.
     func routes(ofActor actorId: String) -> Set<String> { routesByActor[actorId].map { Set($0.values) } ?? [] }
+
+    /// A route on which an own actor receives the values of a source (own or not); nil while none does.
+    func route(ofAssociatedSource sourceId: String) -> String? { pairsBySource[sourceId]?.keys.first }
+
+    /// The sources (own or not) associated with an own actor.
+    var associatedSourceIds: Set<String> { Set(pairsBySource.keys) }
 
     /// The state an IO point reports when it is first observed.
     func initialState(of pointId: String) -> IoState {
@@ -151,6 +161,7 @@ struct IoRoutingTable: Sendable {
 
     private mutating func associateActor(_ actorId: String, sourceId: String, route: String, effects: inout Effects) {
         disassociateActor(actorId, sourceId: sourceId, except: route, effects: &effects)
+        if routesByActor[actorId]?[sourceId] == nil { pairsBySource[sourceId, default: [:]][route, default: 0] += 1 }
         routesByActor[actorId, default: [:]][sourceId] = route
         if actorsByRoute[route] == nil {
             actorsByRoute[route] = [actorId: [sourceId]]
@@ -173,6 +184,9 @@ struct IoRoutingTable: Sendable {
         else { return }
         routesByActor[actorId]?[sourceId] = nil
         if routesByActor[actorId]?.isEmpty == true { routesByActor[actorId] = nil }
+        let pairsLeft = (pairsBySource[sourceId]?[route] ?? 1) - 1
+        pairsBySource[sourceId]?[route] = pairsLeft > 0 ? pairsLeft : nil
+        if pairsBySource[sourceId]?.isEmpty == true { pairsBySource[sourceId] = nil }
         actorsByRoute[route]?[actorId]?.removeAll { $0 == sourceId }
         guard actorsByRoute[route]?[actorId]?.isEmpty == true else { return }
         actorsByRoute[route]?[actorId] = nil

@@ -113,8 +113,8 @@ import Testing
         #expect(table.initialState(of: "x") == IoState(hasAssociations: false))
     }
 
-    /// The index by actor, which an Associate uses instead of looking at every route, says what `actorsByRoute`
-    /// says, and the effects name exactly the routes that came, went, or gained or lost an own actor: after every
+    /// The indexes by actor (which an Associate uses) and by source (which a zero-loss frame uses) instead of
+    /// looking at every route say what `actorsByRoute` says, and the effects name exactly the routes that came, went, or gained or lost an own actor: after every
     /// Associate of every sequence of four from own and foreign sources and actors, two routes and disassociations.
     @Test func theActorIndexAndTheEffectsFollowTheRoutesInEverySequence() async {
         // About 100,000 sequences: seconds of a debug build's work, kept off the threads the other suites share.
@@ -142,6 +142,16 @@ import Testing
                     || Set(effects.actorChangedRoutes) != changed
                 {
                     mismatches.append("effects after \(steps.map(describe))")
+                }
+                for source in ["s1", "s2"] {
+                    let routes = Set(
+                        next.actorsByRoute.filter { $0.value.values.contains { $0.contains(source) } }.keys)
+                    let route = next.route(ofAssociatedSource: source)
+                    if route.map({ !routes.contains($0) }) ?? !routes.isEmpty
+                        || next.associatedSourceIds.contains(source) == routes.isEmpty
+                    {
+                        mismatches.append("\(source)'s route after \(steps.map(describe))")
+                    }
                 }
                 for actor in ["a1", "a2"] {
                     let routes = Set(after.filter { $0.value.contains(actor) }.keys)
