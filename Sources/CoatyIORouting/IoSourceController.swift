@@ -25,9 +25,11 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     public func onInit(_ context: ControllerContext) async throws {
         let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
+        let counts = MetricsSystem.hasBackend
         state.withLock { state in
             state.manager = context.communicationManager
-            for source in sources { state.add(SourceEntry(source: source)) }
+            state.sources.reserveCapacity(sources.count)
+            for source in sources { state.add(SourceEntry(source: source, counts: counts)) }
         }
     }
 
@@ -122,12 +124,12 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             manager.countDroppedValues(of: sourceId, .noAssociation)
             return false
         case .scheduled(let manager, let counters, let supersedes):
-            counters.published.increment()
+            counters?.published.increment()
             if supersedes { manager.countDroppedValues(of: sourceId, .superseded) }
             return true
         case .publish(let manager, let value, let counters):
-            counters.published.increment()
-            if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
+            counters?.published.increment()
+            if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters?.routed.increment() }
             return true
         }
     }
@@ -165,8 +167,8 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     /// What `publish` does after leaving the lock.
     private enum Outcome {
         case dropped(CommunicationManager)
-        case scheduled(CommunicationManager, SourceCounters, supersedes: Bool)
-        case publish(CommunicationManager, IoValue, SourceCounters)
+        case scheduled(CommunicationManager, SourceCounters?, supersedes: Bool)
+        case publish(CommunicationManager, IoValue, SourceCounters?)
     }
 
     /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
@@ -188,14 +190,14 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 } catch {
                     return
                 }
-                let due = state.withLock { state -> (IoValue, CommunicationManager, SourceCounters)? in
+                let due = state.withLock { state -> (IoValue, CommunicationManager, SourceCounters?)? in
                     guard let index = state.indices[sourceId], state.sources[index].timerGeneration == generation,
                         let manager = state.manager, let value = state.sources[index].pipeline.advance(to: now)
                     else { return nil }
                     return (value, manager, state.sources[index].counters)
                 }
                 if let (value, manager, counters) = due {
-                    if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
+                    if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters?.routed.increment() }
                 }
             }
         }
@@ -311,13 +313,16 @@ private struct SourceEntry {
     /// nil until someone watches the source.
     var watchers: SourceWatchers?
     var dropped = 0
-    let counters: SourceCounters
+    /// nil without a metrics backend: nobody reads them, and the two counters cost about 320 bytes of heap per
+    /// source, and a cache miss on each per value.
+    let counters: SourceCounters?
 
-    init(source: IoSource) {
+    /// With `counts`, the source's metrics counters are made.
+    init(source: IoSource, counts: Bool) {
         sourceId = source.objectId
         isRaw = source.useRawIoValues
         strategy = source.updateStrategy
-        counters = SourceCounters(sourceId: sourceId)
+        counters = counts ? SourceCounters(sourceId: sourceId) : nil
     }
 }
 
