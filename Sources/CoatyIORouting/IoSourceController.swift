@@ -107,7 +107,6 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     /// because the source is not associated. A handle of another controller is `unknownIoPoint`.
     @discardableResult
     package func publish(_ value: IoValue, from handle: IoSourceHandle) throws(CoatyError) -> Bool {
-        let now = now
         let sourceId = handle.sourceId
         let outcome = try state.withLock { state throws(CoatyError) -> Outcome? in
             guard state.sources.indices.contains(handle.index), state.sources[handle.index].sourceId == sourceId else {
@@ -115,7 +114,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             }
             // The entry is handed on in place (`inout`): a read through `sources[index]` copies the whole entry and
             // retains every reference in it, which cost as much as the rest of a publication (perf at 1000 zones).
-            return try push(value, from: sourceId, at: now, manager: state.manager, into: &state.sources[handle.index])
+            return try push(value, from: sourceId, manager: state.manager, into: &state.sources[handle.index])
         }
         switch outcome {
         case nil:
@@ -134,10 +133,10 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
         }
     }
 
-    /// `publish` under the lock, on the source's entry.
+    /// `publish` under the lock, on the source's entry. The clock is read only for a strategy that keeps time: a
+    /// source that publishes every value at once (no update rate) does not need it, and it was a clock read per value.
     private func push(
-        _ value: IoValue, from sourceId: String, at now: ElapsedInstant, manager: CommunicationManager?,
-        into entry: inout SourceEntry
+        _ value: IoValue, from sourceId: String, manager: CommunicationManager?, into entry: inout SourceEntry
     ) throws(CoatyError) -> Outcome? {
         switch value {
         case .raw: guard entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
