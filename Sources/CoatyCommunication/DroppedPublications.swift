@@ -40,6 +40,13 @@ extension ValueDropReason {
     }
 }
 
+extension MetricsSystem {
+    /// Whether a metrics backend was bootstrapped (the agent serves its metrics endpoint). Without one nobody reads
+    /// a counter, so counters kept per source or per sensor are not made at all: each costs heap, and its increment
+    /// per value a cache miss. Asked when the counters would be made, after the agent bootstrapped its backend.
+    package static var hasBackend: Bool { !(factory is NOOPMetricsHandler) }
+}
+
 /// Counts every value and other publication the agent drops, by reason, in the metrics
 /// (`coaty_edge_values_dropped_total{source, reason}`, `coaty_edge_publications_dropped_total{reason}`) and in
 /// `counts`, and logs them within a budget.
@@ -66,7 +73,7 @@ final class DroppedPublications: Sendable {
 
     init(sourceIds: [String], logger: Logger) {
         self.logger = logger
-        guard !(MetricsSystem.factory is NOOPMetricsHandler) else { return }
+        guard MetricsSystem.hasBackend else { return }
         tally.withLock { tally in
             for sourceId in sourceIds {
                 var series = Series()

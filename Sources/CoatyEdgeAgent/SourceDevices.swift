@@ -96,6 +96,7 @@ final class SourceDevices: Sendable {
         // Sensors with the same interval are spread evenly over it. Those whose reads never wait (sysfs attributes)
         // share one thread; each of the others (chips with conversion times, 1-Wire) has a task of its own, and they
         // share one timer.
+        let counts = MetricsSystem.hasBackend
         let sensorCounts = Dictionary(devices.sensors.map { ($0.pollInterval, 1) }, uniquingKeysWith: +)
         var sensorIndices: [Duration: Int] = [:]
         var together: [SensorPollLoop.Entry] = []
@@ -113,7 +114,7 @@ final class SourceDevices: Sendable {
                         sensor: sensor, interval: device.pollInterval, backoff: device.retry,
                         pipelines: device.pipelines,
                         phase: phase))
-                togetherWirings.append(SensorWiring(device, label: sensor.label, slots: slots))
+                togetherWirings.append(SensorWiring(device, label: sensor.label, slots: slots, counts: counts))
             } else {
                 alone.append((device, sensor, phase))
             }
@@ -132,7 +133,8 @@ final class SourceDevices: Sendable {
             if !alone.isEmpty { group.addTask { await scheduler.run() } }
             for (device, sensor, phase) in alone {
                 group.addTask {
-                    await self.poll(device, sensor: sensor, scheduler: scheduler, phase: phase, logger: logger)
+                    await self.poll(
+                        device, sensor: sensor, scheduler: scheduler, phase: phase, counts: counts, logger: logger)
                 }
             }
             for input in devices.inputs {
@@ -154,36 +156,37 @@ final class SourceDevices: Sendable {
     private final class SensorWiring: Sendable {
         let label: String
         /// The source (its slot) of each published quantity, with the counter of its readings.
-        let sources: [(quantity: Quantity, slot: Int, read: Counter)]
+        let sources: [(quantity: Quantity, slot: Int, read: Counter?)]
         /// Counts failures (a sensor that stops answering, or then fails for another reason), not the retries that
         /// fail alike.
-        let errors: Counter
+        let errors: Counter?
 
-        init(_ device: SensorDevice, label: String, slots: [String: Int]) {
+        /// The counters are made only with a metrics backend (`MetricsSystem.hasBackend`): without one they cost
+        /// about 300 bytes of heap per sensor and a cache miss per value, for nobody.
+        init(_ device: SensorDevice, label: String, slots: [String: Int], counts: Bool) {
             self.label = label
-            var sources: [(quantity: Quantity, slot: Int, read: Counter)] = []
+            var sources: [(quantity: Quantity, slot: Int, read: Counter?)] = []
             for binding in device.sources where !sources.contains(where: { $0.quantity == binding.quantity }) {
                 // Every device source has a slot (`init`).
                 guard let slot = slots[binding.ioSourceId] else { continue }
-                sources.append(
-                    (
-                        binding.quantity, slot,
-                        Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)])
-                    ))
+                let read =
+                    counts
+                    ? Counter(label: "coaty_edge_values_read_total", dimensions: [("source", binding.ioSourceId)]) : nil
+                sources.append((binding.quantity, slot, read))
             }
             self.sources = sources
-            errors = Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", label)])
+            errors = counts ? Counter(label: "coaty_edge_sensor_errors_total", dimensions: [("sensor", label)]) : nil
         }
     }
 
     private func poll(
         _ device: SensorDevice, sensor: any Sensor, scheduler: PollScheduler<ContinuousClock>, phase: Duration,
-        logger: Logger
+        counts: Bool, logger: Logger
     ) async {
         let poller = SensorPoller(
             sensor: sensor, interval: device.pollInterval, backoff: device.retry, pipelines: device.pipelines,
             scheduler: scheduler, phase: phase)
-        let wiring = SensorWiring(device, label: sensor.label, slots: slots)
+        let wiring = SensorWiring(device, label: sensor.label, slots: slots, counts: counts)
         for await event in poller {
             handle(event, of: wiring, logger: logger)
         }
@@ -193,14 +196,14 @@ final class SourceDevices: Sendable {
         switch event {
         case .value(let quantity, let value):
             guard let source = wiring.sources.first(where: { $0.quantity == quantity }) else { return }
-            source.read.increment()
+            source.read?.increment()
             do {
                 try publish(.number(value), toSlot: source.slot)
             } catch {
                 logger.error("cannot publish \(wiring.label) \(quantity.rawValue): \(error)")
             }
         case .failed(let error):
-            wiring.errors.increment()
+            wiring.errors?.increment()
             forgetLatest(ofSlots: wiring.sources.map(\.slot))
             logger.error("\(wiring.label) fails, retrying with backoff: \(error)")
             status.set(wiring.label, error: error.description)

@@ -25,9 +25,11 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
 
     public func onInit(_ context: ControllerContext) async throws {
         let sources = context.communicationManager.ioNodeDefinitions.flatMap(\.ioSources)
+        let counts = MetricsSystem.hasBackend
         state.withLock { state in
             state.manager = context.communicationManager
-            for source in sources { state.add(SourceEntry(source: source)) }
+            state.sources.reserveCapacity(sources.count)
+            for source in sources { state.add(SourceEntry(source: source, counts: counts)) }
         }
     }
 
@@ -105,7 +107,6 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     /// because the source is not associated. A handle of another controller is `unknownIoPoint`.
     @discardableResult
     package func publish(_ value: IoValue, from handle: IoSourceHandle) throws(CoatyError) -> Bool {
-        let now = now
         let sourceId = handle.sourceId
         let outcome = try state.withLock { state throws(CoatyError) -> Outcome? in
             guard state.sources.indices.contains(handle.index), state.sources[handle.index].sourceId == sourceId else {
@@ -113,7 +114,7 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             }
             // The entry is handed on in place (`inout`): a read through `sources[index]` copies the whole entry and
             // retains every reference in it, which cost as much as the rest of a publication (perf at 1000 zones).
-            return try push(value, from: sourceId, at: now, manager: state.manager, into: &state.sources[handle.index])
+            return try push(value, from: sourceId, manager: state.manager, into: &state.sources[handle.index])
         }
         switch outcome {
         case nil:
@@ -122,20 +123,20 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
             manager.countDroppedValues(of: sourceId, .noAssociation)
             return false
         case .scheduled(let manager, let counters, let supersedes):
-            counters.published.increment()
+            counters?.published.increment()
             if supersedes { manager.countDroppedValues(of: sourceId, .superseded) }
             return true
         case .publish(let manager, let value, let counters):
-            counters.published.increment()
-            if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
+            counters?.published.increment()
+            if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters?.routed.increment() }
             return true
         }
     }
 
-    /// `publish` under the lock, on the source's entry.
+    /// `publish` under the lock, on the source's entry. The clock is read only for a strategy that keeps time: a
+    /// source that publishes every value at once (no update rate) does not need it, and it was a clock read per value.
     private func push(
-        _ value: IoValue, from sourceId: String, at now: ElapsedInstant, manager: CommunicationManager?,
-        into entry: inout SourceEntry
+        _ value: IoValue, from sourceId: String, manager: CommunicationManager?, into entry: inout SourceEntry
     ) throws(CoatyError) -> Outcome? {
         switch value {
         case .raw: guard entry.isRaw else { throw .ioValueFormatMismatch(sourceId: sourceId) }
@@ -165,8 +166,8 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
     /// What `publish` does after leaving the lock.
     private enum Outcome {
         case dropped(CommunicationManager)
-        case scheduled(CommunicationManager, SourceCounters, supersedes: Bool)
-        case publish(CommunicationManager, IoValue, SourceCounters)
+        case scheduled(CommunicationManager, SourceCounters?, supersedes: Bool)
+        case publish(CommunicationManager, IoValue, SourceCounters?)
     }
 
     /// Sleeps until the source's next deadline and publishes what is due, until nothing is scheduled.
@@ -188,14 +189,14 @@ public final class IoSourceController<C: Clock>: Controller where C.Duration == 
                 } catch {
                     return
                 }
-                let due = state.withLock { state -> (IoValue, CommunicationManager, SourceCounters)? in
+                let due = state.withLock { state -> (IoValue, CommunicationManager, SourceCounters?)? in
                     guard let index = state.indices[sourceId], state.sources[index].timerGeneration == generation,
                         let manager = state.manager, let value = state.sources[index].pipeline.advance(to: now)
                     else { return nil }
                     return (value, manager, state.sources[index].counters)
                 }
                 if let (value, manager, counters) = due {
-                    if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters.routed.increment() }
+                    if manager.publishIoValue(value, ofSourceWithId: sourceId) { counters?.routed.increment() }
                 }
             }
         }
@@ -311,13 +312,16 @@ private struct SourceEntry {
     /// nil until someone watches the source.
     var watchers: SourceWatchers?
     var dropped = 0
-    let counters: SourceCounters
+    /// nil without a metrics backend: nobody reads them, and the two counters cost about 320 bytes of heap per
+    /// source, and a cache miss on each per value.
+    let counters: SourceCounters?
 
-    init(source: IoSource) {
+    /// With `counts`, the source's metrics counters are made.
+    init(source: IoSource, counts: Bool) {
         sourceId = source.objectId
         isRaw = source.useRawIoValues
         strategy = source.updateStrategy
-        counters = SourceCounters(sourceId: sourceId)
+        counters = counts ? SourceCounters(sourceId: sourceId) : nil
     }
 }
 

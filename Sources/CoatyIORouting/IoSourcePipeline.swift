@@ -61,7 +61,8 @@ struct IoSourcePipeline<Instant: InstantProtocol>: Sendable where Instant.Durati
         case dropped
     }
 
-    mutating func push(_ value: IoValue, at now: Instant) -> PushResult {
+    /// `now` is evaluated only by the strategies that keep time (Sample, Throttle).
+    mutating func push(_ value: IoValue, at now: @autoclosure () -> Instant) -> PushResult {
         switch mode {
         case .closed:
             return .dropped
@@ -71,13 +72,13 @@ struct IoSourcePipeline<Instant: InstantProtocol>: Sendable where Instant.Durati
             pending = value
             if nextDeadline == nil, let origin {
                 // The first grid instant strictly after now.
-                let periods = Int64((origin.duration(to: now) / interval).rounded(.down)) + 1
+                let periods = Int64((origin.duration(to: now()) / interval).rounded(.down)) + 1
                 nextDeadline = origin.advanced(by: interval * periods)
             }
             return .scheduled
         case .debounce(let interval):
             pending = value
-            nextDeadline = now.advanced(by: interval)
+            nextDeadline = now().advanced(by: interval)
             return .scheduled
         }
     }

@@ -92,6 +92,9 @@ package struct SensorPollLoop: Sendable {
         queue.reserveCapacity(schedules.count)
         for index in schedules.indices { queue.insert(index, dueAt: schedules[index].due) }
         var due: [Int] = []
+        // Every read appends to this one array, emptied before each, so that a read allocates nothing.
+        var measurements: [Measurement] = []
+        measurements.reserveCapacity(Quantity.allCases.count)
         var events: [(sensor: Int, event: SensorEvent)] = []
         func now() -> ElapsedInstant { ElapsedInstant(timer.now()) }
         while let earliest = queue.earliest {
@@ -107,8 +110,10 @@ package struct SensorPollLoop: Sendable {
                 // The sensor and its schedule are used where they lie in their arrays: a copy of either retains
                 // every reference in it (perf at 1000 zones).
                 let result: Result<[Measurement], SensorError>
+                measurements.removeAll(keepingCapacity: true)
                 do {
-                    result = .success(try sensors[index].readImmediately())
+                    try sensors[index].readImmediately(into: &measurements)
+                    result = .success(measurements)
                 } catch {
                     result = .failure(error)
                 }

@@ -29,8 +29,8 @@ public struct ThermalZone: ImmediateSensor {
 
     /// Reads on the calling thread: the kernel answers a thermal zone's `temp` from the driver's last conversion or
     /// a register read, in microseconds, so a hop to another thread would cost more than the read.
-    public func readImmediately() throws(SensorError) -> [Measurement] {
-        [try Self.temperatureRange.measurement(Double(try temperature.integer()) / 1000)]
+    public func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
+        measurements.append(try Self.temperatureRange.measurement(Double(try temperature.integer()) / 1000))
     }
 
     /// The zones the kernel exposes, in zone order; empty when there are none.

@@ -25,10 +25,10 @@ private final class SteadySensor: ImmediateSensor {
     /// When it was read, in seconds.
     var readTimes: [Double] { reads.withLock { $0 } }
 
-    func readImmediately() throws(SensorError) -> [Measurement] {
+    func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
         let offset = clock.now.offset.components
         reads.withLock { $0.append(Double(offset.seconds) + Double(offset.attoseconds) / 1e18) }
-        return [Measurement(.temperature, value)]
+        measurements.append(Measurement(.temperature, value))
     }
 }
 
@@ -123,6 +123,26 @@ private func run(
             ])
         // Read every second throughout, while the other one failed and was retried.
         #expect(steady.readTimes.filter { $0 <= 22 } == (0...22).map(Double.init))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func everyReadIsHandedAnEmptyArrayEvenAfterAReadThatFailedHalfway() async {
+        let halfway = HalfwayFailingSensor()
+        let steady = SteadySensor(5, clock: clock)
+        let loop = SensorPollLoop([entry(halfway, every: 1), entry(steady, every: 1)], coalescing: .zero)
+        let delivered = await run(loop, on: clock) { $0.time >= 5 }
+
+        #expect(halfway.countsHandedIn.count >= 6)
+        #expect(halfway.countsHandedIn.allSatisfy { $0 == 0 }, "\(halfway.countsHandedIn)")
+        // Its good reads (every other one) deliver their one value, not one left over from the read before.
+        let values = delivered.filter { $0.sensor == 0 && $0.time <= 5 }.compactMap { event -> Double? in
+            guard case .value(_, let value) = event.event else { return nil }
+            return value
+        }
+        #expect(values == [20, 20, 20])
+        #expect(
+            delivered.filter { $0.sensor == 1 && $0.time <= 5 }.map(\.event)
+                == Array(repeating: .value(.temperature, 5), count: 6))
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -301,6 +321,26 @@ private final class BlockedThreads: Sendable {
     }
 }
 
+/// A sensor whose every other read (the first, the third, ...) appends a temperature and then fails with EIO, and
+/// whose others answer 20 °C; it records how many measurements each read was handed.
+private final class HalfwayFailingSensor: ImmediateSensor {
+    let label = "halfway failing"
+    let quantities: [Quantity] = [.temperature]
+    private let counts = Mutex<[Int]>([])
+
+    var countsHandedIn: [Int] { counts.withLock { $0 } }
+
+    func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
+        let handedIn = measurements.count
+        let fails = counts.withLock { counts in
+            counts.append(handedIn)
+            return counts.count % 2 == 1
+        }
+        measurements.append(Measurement(.temperature, fails ? 99 : 20))
+        if fails { throw .io(errno: EIO, "halfway") }
+    }
+}
+
 /// A sensor that answers 20 °C and records the name of the thread each read ran on.
 private final class ThreadRecordingSensor: ImmediateSensor {
     let label = "thread recording"
@@ -314,10 +354,10 @@ private final class ThreadRecordingSensor: ImmediateSensor {
 
     var threadNames: [String] { names.withLock { $0 } }
 
-    func readImmediately() throws(SensorError) -> [Measurement] {
+    func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
         onRead()
         names.withLock { $0.append(Self.currentThreadName()) }
-        return [Measurement(.temperature, 20)]
+        measurements.append(Measurement(.temperature, 20))
     }
 
     /// What the kernel calls the calling thread (`/proc/thread-self/comm`), or "?" when it cannot say.

@@ -61,7 +61,7 @@ final class ScriptedSensor: ImmediateSensor {
         onRead.withLock { $0 = probe }
     }
 
-    func readImmediately() throws(SensorError) -> [Measurement] {
+    func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
         onRead.withLock { $0 }?()
         let now = clock.now
         let step: Step? = state.withLock { state in
@@ -69,13 +69,13 @@ final class ScriptedSensor: ImmediateSensor {
             return state.steps.isEmpty ? nil : state.steps.removeFirst()
         }
         switch step {
-        case .measure(let measurements):
-            return measurements
+        case .measure(let reading):
+            measurements += reading
         case .fail(let error):
             throw error
-        case .slow(let duration, let measurements):
+        case .slow(let duration, let reading):
             clock.advance(by: duration)
-            return measurements
+            measurements += reading
         case nil:
             withUnsafeCurrentTask { $0?.cancel() }
             throw .noDevice("script used up")
