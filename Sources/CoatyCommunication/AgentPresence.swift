@@ -118,6 +118,10 @@ public final class AgentPresence: Sendable {
     private let tracking: PresenceTracking
     private let refusals: RetentionRefusals
     private let state = Mutex(State())
+    /// Held while changes are handed to the watchers, so that they get them in order; never taken by a watcher's end,
+    /// which runs under the Swift runtime's lock of a cancelled task that handing over a change can take as well (see
+    /// `CurrentValueBroadcast`).
+    private let delivery = Mutex(())
     /// Whether `agents`, `agent(_:)`, `count` or `changes()` was used: `run()` waits for it with `.onFirstUse`.
     private let isUsed = CurrentValueBroadcast(false)
 
@@ -374,6 +378,10 @@ public final class AgentPresence: Sendable {
     }
 
     private func forgetAll() {
+        delivery.withLock { _ in forgetAllAndTellTheWatchers() }
+    }
+
+    private func forgetAllAndTellTheWatchers() {
         let left = state.withLock { state in
             defer {
                 state.agents = [:]
@@ -391,10 +399,15 @@ public final class AgentPresence: Sendable {
 
     /// Applies a change and tells the watchers; a refusal is counted and logged after the lock is released.
     private func update(_ change: (inout State) -> Outcome) {
-        let outcome = state.withLock { state in
-            let outcome = change(&state)
+        let outcome = delivery.withLock { _ -> Outcome in
+            let (outcome, watchers) = state.withLock {
+                state -> (Outcome, [ObservationStream<PresenceChange>.Continuation]) in
+                let outcome = change(&state)
+                guard case .changed = outcome else { return (outcome, []) }
+                return (outcome, Array(state.watchers.values))
+            }
             if case .changed(let change) = outcome {
-                for watcher in state.watchers.values { watcher.yield(change) }
+                for watcher in watchers { watcher.yield(change) }
             }
             return outcome
         }

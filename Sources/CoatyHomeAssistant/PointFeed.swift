@@ -12,20 +12,26 @@ package final class PointFeed: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Held while values are handed to the streams, so that they get them in order; never taken by a stream's end,
+    /// which runs under the Swift runtime's lock of a cancelled task that handing over a value can take as well.
+    private let delivery = Mutex(())
 
     public init() {}
 
     /// Sends a point's new value; nothing when it equals the latest (an output's line that did not switch).
     public func send(_ value: JSONValue, of ioPointId: String) {
-        state.withLock { state in
-            // One hash of the objectId, not two: this runs for every sensor reading.
-            if let index = state.latest.index(forKey: ioPointId) {
-                guard state.latest.values[index] != value else { return }
-                state.latest.values[index] = value
-            } else {
-                state.latest[ioPointId] = value
+        delivery.withLock { _ in
+            let streams = state.withLock { state -> [AsyncStream<PointValue>.Continuation] in
+                // One hash of the objectId, not two: this runs for every sensor reading.
+                if let index = state.latest.index(forKey: ioPointId) {
+                    guard state.latest.values[index] != value else { return [] }
+                    state.latest.values[index] = value
+                } else {
+                    state.latest[ioPointId] = value
+                }
+                return Array(state.continuations.values)
             }
-            for continuation in state.continuations.values {
+            for continuation in streams {
                 continuation.yield(PointValue(ioPointId: ioPointId, value: value))
             }
         }
@@ -37,11 +43,14 @@ package final class PointFeed: Sendable {
     public func values() -> AsyncStream<PointValue> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: PointValue.self, bufferingPolicy: .bufferingNewest(1000))
-        let id = state.withLock { state in
-            let id = state.nextId
-            state.nextId += 1
-            state.continuations[id] = continuation
-            for (ioPointId, value) in state.latest.sorted(by: { $0.key < $1.key }) {
+        let id = delivery.withLock { _ in
+            let (id, latest) = state.withLock { state in
+                let id = state.nextId
+                state.nextId += 1
+                state.continuations[id] = continuation
+                return (id, state.latest)
+            }
+            for (ioPointId, value) in latest.sorted(by: { $0.key < $1.key }) {
                 continuation.yield(PointValue(ioPointId: ioPointId, value: value))
             }
             return id
