@@ -67,7 +67,9 @@ import Testing
         let dropLines = log.lines.filter {
             $0.contains("the offline queue is full (50 messages or 1048576 bytes); the oldest give way")
         }
-        #expect((1...10).contains(dropLines.count), "\(log.lines)")
+        // At most 10 lines per 10 s, counted from the manager's start: the loop takes far less than a period, but
+        // can cross the end of one (seen in a clean-clone CI run: 11 lines), so at most two periods' worth.
+        #expect((1...20).contains(dropLines.count), "\(log.lines)")
 
         try await broker.start()
         try await poll(within: .seconds(20)) {
