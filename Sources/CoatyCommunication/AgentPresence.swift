@@ -378,22 +378,20 @@ public final class AgentPresence: Sendable {
     }
 
     private func forgetAll() {
-        delivery.withLock { _ in forgetAllAndTellTheWatchers() }
-    }
-
-    private func forgetAllAndTellTheWatchers() {
-        let left = state.withLock { state in
-            defer {
-                state.agents = [:]
-                state.pendingNodes = [:]
-                state.nodeOwners = [:]
-                state.sizes = [:]
-                state.totalBytes = 0
+        delivery.withLock { _ in
+            let left = state.withLock { state in
+                defer {
+                    state.agents = [:]
+                    state.pendingNodes = [:]
+                    state.nodeOwners = [:]
+                    state.sizes = [:]
+                    state.totalBytes = 0
+                }
+                return (Array(state.agents.values), Array(state.watchers.values))
             }
-            return (Array(state.agents.values), Array(state.watchers.values))
-        }
-        for agent in left.0 {
-            for watcher in left.1 { watcher.yield(.left(agent)) }
+            for agent in left.0 {
+                for watcher in left.1 { watcher.yield(.left(agent)) }
+            }
         }
     }
 
