@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "CoatyFiles"),
 
         // Communication.
-        .target(name: "CoatyMQTT", dependencies: ["CMosquitto", "CMosquittoInput"]),
+        .target(name: "CoatyMQTT", dependencies: ["CMosquitto", "CMosquittoInput", "DetachedThread"]),
         // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
         // libavahi-client is loaded with dlopen at the first browse, so that an agent with a broker URL does not map it
         // and the libraries it pulls in (D-Bus, libsystemd, gcrypt, compressors: about 1 MiB); its headers only build.
@@ -204,7 +204,8 @@ let package = Package(
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
-        .testTarget(name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "CMosquittoInput", "MQTTTestSupport"]),
+        .testTarget(
+            name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "CMosquittoInput", "DetachedThread", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(
             name: "CoatyCommunicationTests",
@@ -226,7 +227,8 @@ let package = Package(
         .testTarget(
             name: "CoatyHomeAssistantTests",
             dependencies: ["CoatyHomeAssistant", "CoatyRuntime", "EdgeHardware", "CoatyJSON"]),
-        .testTarget(name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON", "CoatyTesting"]),
+        .testTarget(
+            name: "EdgeHardwareTests", dependencies: ["EdgeHardware", "CoatyJSON", "CoatyTesting", "DetachedThread"]),
         .testTarget(name: "EdgeHardwareBusTests", dependencies: ["EdgeHardware", "EdgeEmulation", "CoatyTestSupport"]),
         .testTarget(
             name: "CoatyEdgeAgentTests",

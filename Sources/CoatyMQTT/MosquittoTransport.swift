@@ -1,5 +1,6 @@
 import CMosquitto
 import CMosquittoInput
+import DetachedThread
 import Glibc
 import Synchronization
 
@@ -702,6 +703,9 @@ private let libraryReadsBuffered = coaty_mosquitto_buffer_reads() > 0
 
 private func runNetworkThread(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     guard let context else { return nil }
+    // Without a name of its own the thread shows the name of the one that started it (a pool thread's, cut to
+    // "oot.default-qos") in top, perf and /proc.
+    nameCurrentThread("mqtt network")
     // The session (and with it the transport) is released before `disconnect` returns, so that the caller can
     // release the transport at once.
     let stopWaiters = Unmanaged<NetworkSession>.fromOpaque(context).takeRetainedValue().run()

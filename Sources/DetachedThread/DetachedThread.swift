@@ -29,13 +29,24 @@ package func startDetachedThread(named name: String? = nil, _ body: @escaping @S
 }
 
 /// Names the calling thread through /proc: Swift's Glibc does not declare `pthread_setname_np`, a GNU extension. A
-/// failure leaves the inherited name.
-private func nameCurrentThread(_ name: String) {
+/// failure leaves the inherited name. At most 15 bytes are kept.
+package func nameCurrentThread(_ name: String) {
     let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
     guard descriptor >= 0 else { return }
     defer { close(descriptor) }
     let bytes = Array(name.utf8.prefix(15))
     _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+}
+
+/// What the kernel calls the calling thread (`/proc/thread-self/comm`), or "?" when it cannot say.
+package func currentThreadName() -> String {
+    let descriptor = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return "?" }
+    defer { close(descriptor) }
+    var bytes = [UInt8](repeating: 0, count: 64)
+    let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+    guard count > 0 else { return "?" }
+    return String(decoding: bytes[..<count].prefix(while: { $0 != UInt8(ascii: "\n") }), as: UTF8.self)
 }
 
 private final class ThreadBody: Sendable {

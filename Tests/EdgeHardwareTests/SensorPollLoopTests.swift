@@ -1,4 +1,5 @@
 import CoatyTesting
+import DetachedThread
 import Synchronization
 import Testing
 
@@ -356,18 +357,7 @@ private final class ThreadRecordingSensor: ImmediateSensor {
 
     func readImmediately(into measurements: inout [Measurement]) throws(SensorError) {
         onRead()
-        names.withLock { $0.append(Self.currentThreadName()) }
+        names.withLock { $0.append(currentThreadName()) }
         measurements.append(Measurement(.temperature, 20))
-    }
-
-    /// What the kernel calls the calling thread (`/proc/thread-self/comm`), or "?" when it cannot say.
-    private static func currentThreadName() -> String {
-        let file = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
-        guard file >= 0 else { return "?" }
-        defer { close(file) }
-        var bytes = [UInt8](repeating: 0, count: 64)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
-        guard count > 0 else { return "?" }
-        return String(decoding: bytes[..<count].prefix(while: { $0 != UInt8(ascii: "\n") }), as: UTF8.self)
     }
 }
