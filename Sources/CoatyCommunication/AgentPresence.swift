@@ -81,8 +81,6 @@ public final class AgentPresence: Sendable {
         /// During a census: the agents whose identity arrived since it began, by Resolve or by Advertise (an agent
         /// that reconnects after this one misses the Discover but advertises itself).
         var seenDuringCensus: Set<String>?
-        var nextId = 0
-        var watchers: [Int: ObservationStream<PresenceChange>.Continuation] = [:]
 
         /// What an agent's size is made of: its identity and its nodes, by objectId.
         enum Part: Hashable {
@@ -117,11 +115,7 @@ public final class AgentPresence: Sendable {
     private let limits: PresenceLimits
     private let tracking: PresenceTracking
     private let refusals: RetentionRefusals
-    private let state = Mutex(State())
-    /// Held while changes are handed to the watchers, so that they get them in order; never taken by a watcher's end,
-    /// which runs under the Swift runtime's lock of a cancelled task that handing over a change can take as well (see
-    /// `CurrentValueBroadcast`).
-    private let delivery = Mutex(())
+    private let state = WatchedState<State, PresenceChange>(State())
     /// Whether `agents`, `agent(_:)`, `count` or `changes()` was used: `run()` waits for it with `.onFirstUse`.
     private let isUsed = CurrentValueBroadcast(false)
 
@@ -150,33 +144,24 @@ public final class AgentPresence: Sendable {
     /// The agents online now, by name.
     public var agents: [AgentInfo] {
         isUsed.send(true)
-        return state.withLock { Array($0.agents.values) }.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }
+        return state.withState { Array($0.agents.values) }.sorted { ($0.name, $0.agentId) < ($1.name, $1.agentId) }
     }
 
     /// How many agents are online now.
     public var count: Int {
         isUsed.send(true)
-        return state.withLock { $0.agents.count }
+        return state.withState { $0.agents.count }
     }
 
     public func agent(_ agentId: String) -> AgentInfo? {
         isUsed.send(true)
-        return state.withLock { $0.agents[agentId] }
+        return state.withState { $0.agents[agentId] }
     }
 
     /// Every change from now on.
     public func changes() -> ObservationStream<PresenceChange> {
         isUsed.send(true)
-        let (stream, continuation) = ObservationStream.makeStream(of: PresenceChange.self)
-        let id = state.withLock { state in
-            defer { state.nextId += 1 }
-            state.watchers[state.nextId] = continuation
-            return state.nextId
-        }
-        continuation.onTermination { [weak self] in
-            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
-        }
-        return stream
+        return state.watch()
     }
 
     /// Tracks presence until cancelled, across stops and restarts of the manager; with `.onFirstUse`, from the
@@ -241,18 +226,18 @@ public final class AgentPresence: Sendable {
     private func takeCensus() async {
         // The agent itself is not asked after: it knows itself (`track()`).
         let ownId = manager.identity.objectId
-        let before = state.withLock { state in
+        let before = state.withState { state in
             state.seenDuringCensus = []
             return Set(state.agents.keys).subtracting([ownId])
         }
         let isComplete: @Sendable () -> Bool = { [self] in
             // One that deadvertised itself meanwhile is not waited for.
-            self.state.withLock { state in
+            self.state.withState { state in
                 before.subtracting(state.seenDuringCensus ?? []).allSatisfy { state.agents[$0] == nil }
             }
         }
         let ended = { [self] in
-            let seen = state.withLock { state in
+            let seen = state.withState { state in
                 defer { state.seenDuringCensus = nil }
                 return state.seenDuringCensus ?? []
             }
@@ -276,7 +261,7 @@ public final class AgentPresence: Sendable {
             }
         }
         // Cancelled, by the next census or the stop; one cut short before its last round decided nothing.
-        state.withLock { $0.seenDuringCensus = nil }
+        state.withState { $0.seenDuringCensus = nil }
     }
 
     private func add(_ identity: Identity, namespace: String) {
@@ -378,36 +363,24 @@ public final class AgentPresence: Sendable {
     }
 
     private func forgetAll() {
-        delivery.withLock { _ in
-            let left = state.withLock { state in
-                defer {
-                    state.agents = [:]
-                    state.pendingNodes = [:]
-                    state.nodeOwners = [:]
-                    state.sizes = [:]
-                    state.totalBytes = 0
-                }
-                return (Array(state.agents.values), Array(state.watchers.values))
+        state.change { state, isWatched in
+            defer {
+                state.agents = [:]
+                state.pendingNodes = [:]
+                state.nodeOwners = [:]
+                state.sizes = [:]
+                state.totalBytes = 0
             }
-            for agent in left.0 {
-                for watcher in left.1 { watcher.yield(.left(agent)) }
-            }
+            return ((), isWatched ? state.agents.values.map { .left($0) } : [])
         }
     }
 
     /// Applies a change and tells the watchers; a refusal is counted and logged after the lock is released.
     private func update(_ change: (inout State) -> Outcome) {
-        let outcome = delivery.withLock { _ -> Outcome in
-            let (outcome, watchers) = state.withLock {
-                state -> (Outcome, [ObservationStream<PresenceChange>.Continuation]) in
-                let outcome = change(&state)
-                guard case .changed = outcome else { return (outcome, []) }
-                return (outcome, Array(state.watchers.values))
-            }
-            if case .changed(let change) = outcome {
-                for watcher in watchers { watcher.yield(change) }
-            }
-            return outcome
+        let outcome = state.change { state, _ in
+            let outcome = change(&state)
+            guard case .changed(let change) = outcome else { return (outcome, []) }
+            return (outcome, [change])
         }
         if case .refused(let what) = outcome {
             refusals.refuse { what }
