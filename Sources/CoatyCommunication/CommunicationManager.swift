@@ -715,12 +715,13 @@ public final class CommunicationManager: Sendable {
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            let observers = taken.responseTopics.map { topic in
+            // Labelled as the result is: an unlabelled tuple array would be converted by a dynamic cast per request.
+            let observers = taken.responseTopics.map { topic -> (id: Int, correlationId: String) in
                 let id = state.makeObserverId()
                 let key = RoutingKey(responseType, filter: nil, correlationId: topic.correlationId)
                 state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
                 state.observerSubscriptions[id] = (key, topic.topicFilter, true)
-                return (id, topic.correlationId)
+                return (id: id, correlationId: topic.correlationId)
             }
             return (observers, taken.needsUpkeep)
         }

@@ -1,4 +1,5 @@
 import CMosquitto
+import CoatyModel
 import Dispatch
 import Synchronization
 
@@ -11,10 +12,34 @@ final class BareClients: Sendable {
         static let handoffPong = "coaty-edge-bench/handoff-pong"
         static let value = "coaty-edge-bench/value"
         static let flood = "coaty-edge-bench/flood"
+
+        /// The shape of the agents' Channel round trip (`Agents.channelRoundTrips`): Coaty topics of five levels in
+        /// the agents' namespace, published with a client's identity as source level and subscribed with `+` there,
+        /// beside the agents' own subscriptions in the broker's tree. The channel ids differ from the agents' (so that
+        /// neither pair answers the other) and have the same length.
+        static let coatyPingChannel = "coaty-edge-shape-ping"
+        static let coatyPongChannel = "coaty-edge-shape-pong"
+        static let coatyPing = coatyTopic(coatyPingChannel, sourceId: "6a1cf7e4-3f4b-4b8e-9d2a-5c0e1f3b7a90")
+        static let coatyPong = coatyTopic(coatyPongChannel, sourceId: "0d9b2c61-8e7f-4a35-b1c4-2f6e8a9d3c57")
+        static let coatyPingFilter = coatyFilter(coatyPingChannel)
+        static let coatyPongFilter = coatyFilter(coatyPongChannel)
+
+        private static func coatyTopic(_ channelId: String, sourceId: String) -> String {
+            CoatyTopic(
+                namespace: CoatyTopic.defaultNamespace, eventType: .channel, filter: channelId, sourceId: sourceId
+            ).description
+        }
+
+        private static func coatyFilter(_ channelId: String) -> String {
+            CoatyTopic.subscriptionFilter(
+                namespace: CoatyTopic.defaultNamespace, eventType: .channel, filter: channelId)
+        }
     }
 
     private let pinger: BareClient
     private let echoer: BareClient
+    private let coatyPinger: BareClient
+    private let coatyEchoer: BareClient
     private let handoffPinger: BareClient
     private let handoffEchoer: BareClient
     private let publisher: BareClient
@@ -23,22 +48,33 @@ final class BareClients: Sendable {
     private let handoffAnswers = DispatchSemaphore(value: 0)
     private let values = DispatchSemaphore(value: 0)
     private let echoThread = EchoThread()
-    private let pingPong = CallbackPingPong()
+    private let pingPong = CallbackPingPong(topic: Topic.ping)
+    private let coatyPingPong = CallbackPingPong(topic: Topic.coatyPing)
     let probe = DeliveryProbe()
 
     private var clients: [BareClient] {
-        [pinger, echoer, handoffPinger, handoffEchoer, publisher, valueReceiver, floodReceiver]
+        [
+            pinger, echoer, coatyPinger, coatyEchoer, handoffPinger, handoffEchoer, publisher, valueReceiver,
+            floodReceiver,
+        ]
     }
 
     init(host: String, port: Int) throws(BenchmarkError) {
-        let (handoffAnswers, values, probe, echoThread, pingPong) = (
-            handoffAnswers, values, probe, echoThread, pingPong
+        let (handoffAnswers, values, probe, echoThread, pingPong, coatyPingPong) = (
+            handoffAnswers, values, probe, echoThread, pingPong, coatyPingPong
         )
         // Takes the time and sends the next ping from the callback: no thread wakes on either side of the pair.
         pinger = try BareClient(clientId: "bench-bare-pinger") { handle, _ in pingPong.answered(handle) }
         // Answers from the callback, as a C client would: the copy is queued before libmosquitto frees the message.
         echoer = try BareClient(clientId: "bench-bare-echoer") { handle, message in
             mosquitto_publish(handle, nil, Topic.pong, message.pointee.payloadlen, message.pointee.payload, 0, false)
+        }
+        coatyPinger = try BareClient(clientId: "bench-bare-coaty-pinger") { handle, _ in
+            coatyPingPong.answered(handle)
+        }
+        coatyEchoer = try BareClient(clientId: "bench-bare-coaty-echoer") { handle, message in
+            mosquitto_publish(
+                handle, nil, Topic.coatyPong, message.pointee.payloadlen, message.pointee.payload, 0, false)
         }
         handoffPinger = try BareClient(clientId: "bench-bare-handoff-pinger") { _, _ in handoffAnswers.signal() }
         handoffEchoer = try BareClient(clientId: "bench-bare-handoff-echoer") { _, message in
@@ -53,6 +89,8 @@ final class BareClients: Sendable {
         }
         try pinger.subscribe(Topic.pong)
         try echoer.subscribe(Topic.ping)
+        try coatyPinger.subscribe(Topic.coatyPongFilter)
+        try coatyEchoer.subscribe(Topic.coatyPingFilter)
         try handoffPinger.subscribe(Topic.handoffPong)
         try handoffEchoer.subscribe(Topic.handoffPing)
         try valueReceiver.subscribe(Topic.value)
@@ -73,12 +111,7 @@ final class BareClients: Sendable {
     /// an event from the network thread to the task that answers it.
     func roundTrips(_ count: Int, payload: [UInt8], handoff: Bool) async throws(BenchmarkError) -> [UInt64] {
         guard handoff else {
-            let pinger = pinger
-            return try await onOwnThread { [pingPong] () throws(BenchmarkError) in
-                try pingPong.run(count, payload: payload, timeout: 5) { () throws(BenchmarkError) in
-                    try pinger.publish(Topic.ping, payload)
-                }
-            }
+            return try await callbackRoundTrips(count, payload: payload, pinger: pinger, pingPong: pingPong)
         }
         let (client, topic, answers) = (handoffPinger, Topic.handoffPing, handoffAnswers)
         return try await onOwnThread { () throws(BenchmarkError) in
@@ -91,6 +124,22 @@ final class BareClients: Sendable {
                 samples.append(monotonicNanoseconds() - start)
             }
             return samples
+        }
+    }
+
+    /// The fastest bare pair (`roundTrips` without handoff) on the topics and filters of the agents' Channel round
+    /// trip: what is left of the agents' ratio beside it is their own cost, not the protocol's topic shape.
+    func coatyTopicsRoundTrips(_ count: Int, payload: [UInt8]) async throws(BenchmarkError) -> [UInt64] {
+        try await callbackRoundTrips(count, payload: payload, pinger: coatyPinger, pingPong: coatyPingPong)
+    }
+
+    private func callbackRoundTrips(
+        _ count: Int, payload: [UInt8], pinger: BareClient, pingPong: CallbackPingPong
+    ) async throws(BenchmarkError) -> [UInt64] {
+        try await onOwnThread { () throws(BenchmarkError) in
+            try pingPong.run(count, payload: payload, timeout: 5) { () throws(BenchmarkError) in
+                try pinger.publish(pingPong.topic, payload)
+            }
         }
     }
 
@@ -128,8 +177,14 @@ private final class CallbackPingPong: Sendable {
         var samples: [UInt64] = []
     }
 
+    /// Where the pings go.
+    let topic: String
     private let round = Mutex(Round())
     private let finished = DispatchSemaphore(value: 0)
+
+    init(topic: String) {
+        self.topic = topic
+    }
 
     /// Sends the first ping with `publish` and waits until the callbacks have made `count` round trips; a round trip
     /// that takes `timeout` seconds ends the round with an error.
@@ -162,8 +217,7 @@ private final class CallbackPingPong: Sendable {
             guard round.remaining > 0 else { return true }
             round.start = monotonicNanoseconds()
             round.payload.withUnsafeBytes { bytes in
-                _ = mosquitto_publish(
-                    handle, nil, BareClients.Topic.ping, Int32(bytes.count), bytes.baseAddress, 0, false)
+                _ = mosquitto_publish(handle, nil, topic, Int32(bytes.count), bytes.baseAddress, 0, false)
             }
             return false
         }

@@ -17,13 +17,17 @@ extension Report {
             "rates: the best round",
         ]
         if hasAny(latency: [
-            .bareRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip,
+            .bareRoundTrip, .bareCoatyTopicsRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip,
+            .callRoundTrip,
         ]) {
             lines += [
                 "",
                 "1. Event round trip, one request in flight, \(options.requests) per round (payload \(payloads["roundTrip"] ?? 0) bytes)",
                 latencyHeader,
                 latencyRow("bare libmosquitto pair, ping and echo in the callbacks", .bareRoundTrip, baseline: nil),
+                latencyRow(
+                    "  the same on the Channel's Coaty topics and filters", .bareCoatyTopicsRoundTrip,
+                    baseline: .bareRoundTrip),
                 latencyRow(
                     "bare pair, echo from a thread woken by the callback", .handoffRoundTrip, baseline: .bareRoundTrip),
                 latencyRow("Channel answered by Channel, two managers", .channelRoundTrip, baseline: .bareRoundTrip),
@@ -33,10 +37,12 @@ extension Report {
                 roundRatios("Call/Return", .callRoundTrip),
                 verdict(
                     "Channel round trip p50", ratio(.channelRoundTrip, .bareRoundTrip, \.p50),
-                    atMost: Target.roundTripRatio),
+                    atMost: Target.roundTripRatio)
+                    + againstCoatyTopics(.channelRoundTrip),
                 verdict(
                     "Call/Return round trip p50", ratio(.callRoundTrip, .bareRoundTrip, \.p50),
-                    atMost: Target.roundTripRatio),
+                    atMost: Target.roundTripRatio)
+                    + againstCoatyTopics(.callRoundTrip),
             ]
         }
         if hasAny(throughput: [.directThroughput]) {
@@ -114,6 +120,13 @@ extension Report {
         return "   \(name) p50 ratio per round: " + ratios.map { times($0) }.joined(separator: " ")
     }
 
+    /// The figure's p50 ratio to the bare pair on the Channel's Coaty topics, after its verdict: the agent's own
+    /// cost, the topics' shape taken out.
+    private func againstCoatyTopics(_ figure: Figure) -> String {
+        guard let ratio = ratio(figure, .bareCoatyTopicsRoundTrip, \.p50) else { return "" }
+        return "; \(times(ratio)) of the bare pair on Coaty topics"
+    }
+
     private func verdict(_ what: String, _ ratio: Double?, atMost limit: Double) -> String {
         guard let ratio else { return "" }
         return
@@ -188,6 +201,11 @@ extension Report {
                     entry["roundsRatioP50"] = .array(pairedRatios(figure, baseline, \.p50).map { .number($0) })
                     entry["roundsRatioP90"] = .array(pairedRatios(figure, baseline, \.p90).map { .number($0) })
                 }
+                if figure.isAgentRoundTrip, let ratio = ratio(figure, .bareCoatyTopicsRoundTrip, \.p50) {
+                    entry["ratioP50ToCoatyTopics"] = .number(ratio)
+                    entry["roundsRatioP50ToCoatyTopics"] = .array(
+                        pairedRatios(figure, .bareCoatyTopicsRoundTrip, \.p50).map { .number($0) })
+                }
                 figures[figure.rawValue] = .object(entry)
             }
             if let best = throughput(figure), let rounds = throughputs[figure] {
@@ -211,9 +229,18 @@ extension Figure {
     var baseline: Figure? {
         switch self {
         case .bareRoundTrip, .bareOneWay, .bareThroughput: nil
-        case .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip: .bareRoundTrip
+        case .bareCoatyTopicsRoundTrip, .handoffRoundTrip, .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip:
+            .bareRoundTrip
         case .directOneWay, .routedOneWay: .bareOneWay
         case .directThroughput, .routedThroughput: .bareThroughput
+        }
+    }
+
+    /// A round trip through two agents, also compared with the bare pair on Coaty topics.
+    var isAgentRoundTrip: Bool {
+        switch self {
+        case .channelRoundTrip, .pooledChannelRoundTrip, .callRoundTrip: true
+        default: false
         }
     }
 }

@@ -6,7 +6,8 @@ import Glibc
 
 /// One figure of the report: what is measured, over which path.
 enum Figure: String, CaseIterable, Sendable {
-    case bareRoundTrip, handoffRoundTrip, channelRoundTrip, pooledChannelRoundTrip, callRoundTrip
+    case bareRoundTrip, bareCoatyTopicsRoundTrip, handoffRoundTrip, channelRoundTrip, pooledChannelRoundTrip
+    case callRoundTrip
     case bareOneWay, directOneWay, routedOneWay
     case bareThroughput, directThroughput, routedThroughput
 }
@@ -80,6 +81,10 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
             (
                 .bareRoundTrip,
                 { @Sendable in try await bare.roundTrips($0, payload: pingPayload, handoff: false) }
+            ),
+            (
+                .bareCoatyTopicsRoundTrip,
+                { @Sendable in try await bare.coatyTopicsRoundTrips($0, payload: pingPayload) }
             ),
             (
                 .handoffRoundTrip,

@@ -191,6 +191,66 @@ import Testing
         }
     }
 
+    /// The one-pass check of the core fields that received objects go through first agrees with the field-by-field
+    /// check that names the first wrong field: on every object with one or two core fields absent or of another value.
+    @Test func theOnePassCheckOfTheCoreFieldsAgreesWithTheFieldByFieldCheck() throws {
+        let fields = [
+            "name", "objectType", "objectId", "coreType", "parentObjectId", "externalId", "locationId", "isDeactivated",
+        ]
+        let variants: [JSONValue?] = [nil, .null, "", "x", "Identity", "IoSource", true, 1, [:]]
+        let valid: JSONObject = [
+            "name": "n", "objectType": "coaty.Identity", "objectId": "1", "coreType": "Identity",
+            "parentObjectId": "p", "externalId": "e", "locationId": "l", "isDeactivated": false, "other": 1,
+        ]
+        var objects = [valid]
+        for (index, first) in fields.enumerated() {
+            for firstValue in variants {
+                var once = valid
+                once[first] = firstValue
+                objects.append(once)
+                for second in fields[(index + 1)...] {
+                    for secondValue in variants {
+                        var twice = once
+                        twice[second] = secondValue
+                        objects.append(twice)
+                    }
+                }
+            }
+        }
+        var accepted = 0
+        for json in objects {
+            let fieldByField = try? CoatyObjectShape.checkCoreFields(of: JSONCursor(.object(json)))
+            #expect(CoatyObjectShape.coreTypeOfValidCoreFields(json) == fieldByField, "\(json.serialized())")
+            if fieldByField != nil { accepted += 1 }
+        }
+        // Both outcomes occur among the variants.
+        #expect(accepted > 100 && accepted < objects.count - 100, "\(accepted) of \(objects.count)")
+    }
+
+    /// An object in an event that fails its check is named by its path in the payload, as before the one-pass check.
+    @Test(arguments: [
+        (
+            #"{"object":{"name":"x","coreType":"CoatyObject","objectType":"t"}}"#,
+            "$.object: missing required member \"objectId\""
+        ),
+        (
+            #"{"objects":[{"name":"x","coreType":"CoatyObject","objectType":"t","objectId":"1"},{"name":"x","coreType":"CoatyObject","objectType":"t","objectId":"1","isDeactivated":"yes"}]}"#,
+            "$.objects[1].isDeactivated: expected a boolean, found string"
+        ),
+        (
+            #"{"object":{"name":"s","coreType":"IoSource","objectType":"coaty.IoSource","objectId":"1"}}"#,
+            "$.object: missing required member \"valueType\""
+        ),
+    ])
+    func invalidObjectsInEventsAreNamedByTheirPath(payload: String, expected: String) throws {
+        do {
+            _ = try ChannelEvent(channelId: "c", payload: try JSONValue(parsing: payload))
+            Issue.record("accepted: \(payload)")
+        } catch {
+            #expect("\(error)" == expected)
+        }
+    }
+
     /// Objects nested in objects (a Snapshot of a Snapshot, an IoNode among an IoNode's sources) are checked only
     /// to a bounded depth: one message must not be able to exhaust the stack of the agent that receives it.
     @Test func deeplyNestedObjectsAreRejectedNotACrash() throws {

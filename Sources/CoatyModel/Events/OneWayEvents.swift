@@ -13,7 +13,7 @@ public struct AdvertiseEvent: Sendable, Hashable {
     public init(payload: JSONValue) throws(JSONShapeError) {
         let root = JSONCursor(payload)
         let object = try root.required("object")
-        self.object = try CoatyObject(validating: object.value, at: object.path)
+        self.object = try CoatyObject(validating: object)
         privateData = try root.optional("privateData")?.object()
     }
 
@@ -75,11 +75,11 @@ public struct ChannelEvent: Sendable, Hashable {
         let many = try root.optional("objects")
         switch (single, many) {
         case (let single?, nil):
-            content = .object(try CoatyObject(validating: single.value, at: single.path))
+            content = .object(try CoatyObject(validating: single))
         case (nil, let many?):
             content = .objects(
                 try many.elements().map { element throws(JSONShapeError) in
-                    try CoatyObject(validating: element.value, at: element.path)
+                    try CoatyObject(validating: element)
                 })
         default:
             throw root.error("needs exactly one of \"object\" and \"objects\"")

@@ -101,11 +101,11 @@ public struct ResolveEvent: Sendable, Hashable {
     public init(payload: JSONValue) throws(JSONShapeError) {
         let root = JSONCursor(payload)
         object = try root.optional("object").map { object throws(JSONShapeError) in
-            try CoatyObject(validating: object.value, at: object.path)
+            try CoatyObject(validating: object)
         }
         relatedObjects = try root.optional("relatedObjects").map { related throws(JSONShapeError) in
             try related.elements().map { element throws(JSONShapeError) in
-                try CoatyObject(validating: element.value, at: element.path)
+                try CoatyObject(validating: element)
             }
         }
         guard object != nil || relatedObjects != nil else {
@@ -133,7 +133,7 @@ public struct UpdateEvent: Sendable, Hashable {
 
     public init(payload: JSONValue) throws(JSONShapeError) {
         let object = try JSONCursor(payload).required("object")
-        self.object = try CoatyObject(validating: object.value, at: object.path)
+        self.object = try CoatyObject(validating: object)
     }
 
     public var payload: JSONObject { ["object": object.jsonValue] }
@@ -164,7 +164,7 @@ public struct CompleteEvent: Sendable, Hashable {
     public init(payload: JSONValue) throws(JSONShapeError) {
         let root = JSONCursor(payload)
         let object = try root.required("object")
-        self.object = try CoatyObject(validating: object.value, at: object.path)
+        self.object = try CoatyObject(validating: object)
         privateData = try root.optional("privateData")?.object()
     }
 
@@ -188,7 +188,7 @@ public struct RetrieveEvent: Sendable, Hashable {
     public init(payload: JSONValue) throws(JSONShapeError) {
         let root = JSONCursor(payload)
         objects = try root.required("objects").elements().map { element throws(JSONShapeError) in
-            try CoatyObject(validating: element.value, at: element.path)
+            try CoatyObject(validating: element)
         }
         privateData = try root.optional("privateData")?.object()
     }

@@ -23,6 +23,18 @@ public struct CoatyObject: Sendable, Hashable {
         self.json = json
     }
 
+    /// `init(validating:at:)` of the value under a cursor, as events read their objects: the cursor's path (an
+    /// array) is made only when the object is not a plain valid one, whose core fields are all it has to check.
+    init(validating cursor: JSONCursor) throws(JSONShapeError) {
+        if case .object(let json) = cursor.value, let coreType = CoatyObjectShape.coreTypeOfValidCoreFields(json),
+            !CoatyObjectShape.hasFieldsOfItsOwn(coreType)
+        {
+            self.init(unchecked: json)
+            return
+        }
+        try self.init(validating: cursor.value, at: cursor.path, nesting: 0)
+    }
+
     /// An object with the core fields in Coaty JS's order for application objects.
     public init(coreType: CoreType, objectType: String? = nil, objectId: String = CoatyUUID.random(), name: String) {
         json = [
@@ -100,22 +112,74 @@ enum CoatyObjectShape {
     /// the objects do; without a limit, one message from another agent could exhaust the stack.
     static let maximumNesting = 16
 
-    static func validate(_ json: JSONObject, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
-        guard nesting <= maximumNesting else {
-            throw JSONShapeError(path: path, reason: "Coaty objects nested deeper than \(maximumNesting) levels")
+    /// The core type of an object whose core fields (those every object has) are all valid, checked in one pass over
+    /// its members (keys are unique); nil if one is missing or wrong, and `checkCoreFields` then says which. Every
+    /// object received is checked, and the cursors of `checkCoreFields` (a lookup and a copy per field) cost more than
+    /// the checks themselves.
+    static func coreTypeOfValidCoreFields(_ json: JSONObject) -> CoreType? {
+        var coreType: CoreType?
+        var required: UInt8 = 0
+        for member in json {
+            switch member.key {
+            case "name":
+                guard case .string = member.value else { return nil }
+                required |= 1
+            case "objectType":
+                guard case .string(let string) = member.value, !string.isEmpty else { return nil }
+                required |= 2
+            case "objectId":
+                guard case .string(let string) = member.value, !string.isEmpty else { return nil }
+                required |= 4
+            case "coreType":
+                guard case .string(let name) = member.value, let type = CoreType(rawValue: name) else { return nil }
+                coreType = type
+            case "parentObjectId", "externalId", "locationId":
+                guard case .string(let string) = member.value, !string.isEmpty else { return nil }
+            case "isDeactivated":
+                guard case .bool = member.value else { return nil }
+            default:
+                continue
+            }
         }
-        let object = JSONCursor(.object(json), path: path)
+        return required == 7 ? coreType : nil
+    }
+
+    /// Whether objects of the core type have fields to check beyond the core fields.
+    static func hasFieldsOfItsOwn(_ coreType: CoreType) -> Bool {
+        switch coreType {
+        case .coatyObject, .ioContext, .identity: false
+        default: true
+        }
+    }
+
+    /// Checks the core fields one by one, in a fixed order, and throws for the first that is missing or wrong.
+    static func checkCoreFields(of object: JSONCursor) throws(JSONShapeError) -> CoreType {
         _ = try object.required("name").string()
         _ = try object.required("objectType").nonEmptyString()
         let coreTypeName = try object.required("coreType").string()
         guard let coreType = CoreType(rawValue: coreTypeName) else {
-            throw JSONShapeError(path: path.appending("coreType"), reason: "\"\(coreTypeName)\" is not a core type")
+            throw JSONShapeError(
+                path: object.path.appending("coreType"), reason: "\"\(coreTypeName)\" is not a core type")
         }
         _ = try object.required("objectId").nonEmptyString()
         for key in ["parentObjectId", "externalId", "locationId"] {
             _ = try object.optional(key)?.nonEmptyString()
         }
         _ = try object.optional("isDeactivated")?.bool()
+        return coreType
+    }
+
+    static func validate(_ json: JSONObject, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
+        guard nesting <= maximumNesting else {
+            throw JSONShapeError(path: path, reason: "Coaty objects nested deeper than \(maximumNesting) levels")
+        }
+        let object = JSONCursor(.object(json), path: path)
+        let coreType: CoreType
+        if let valid = coreTypeOfValidCoreFields(json) {
+            coreType = valid
+        } else {
+            coreType = try checkCoreFields(of: object)
+        }
 
         switch coreType {
         case .coatyObject, .ioContext, .identity:
