@@ -200,9 +200,9 @@ final class Agents: Sendable {
         return samples
     }
 
-    /// A Call from A, answered by B with a Return: Coaty's remote operation call. Each call subscribes to its own
-    /// response topic before it publishes and unsubscribes after the answer, as in Coaty JS: two more packets and
-    /// two subscription changes at the broker per call.
+    /// A Call from A, answered by B with a Return: Coaty's remote operation call. Each call has a response topic of
+    /// its own, subscribed ahead (see `ResponseSubscriptions`). The round trip ends when the Return reaches A's
+    /// loop, as the Channel's ends with its answer; ending the response stream comes after it.
     func callRoundTrips(_ count: Int) async throws -> [UInt64] {
         let call = CallEvent(operation: Self.echoOperation, parameters: ["value": 21.5])
         return try await withDeadline("Call/Return round trips") { [self] in
@@ -215,13 +215,13 @@ final class Agents: Sendable {
         samples.reserveCapacity(count)
         for _ in 0..<count {
             let start = monotonicNanoseconds()
-            var answered = false
+            var answered: UInt64?
             for await _ in try a.publishCall(call) {
-                answered = true
+                answered = monotonicNanoseconds()
                 break
             }
-            guard answered else { throw BenchmarkError.timeout("a Return") }
-            samples.append(monotonicNanoseconds() - start)
+            guard let answered else { throw BenchmarkError.timeout("a Return") }
+            samples.append(answered - start)
         }
         return samples
     }
