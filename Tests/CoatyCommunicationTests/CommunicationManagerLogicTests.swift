@@ -154,14 +154,27 @@ import Testing
         await responder.stop()
     }
 
-    @Test func responseStreamEndsOnTimeoutAndUnsubscribes() async throws {
+    @Test func responseStreamEndsOnTimeoutAndALateResponseReachesNobody() async throws {
         let agent = manager("agent")
         try await online(agent)
+        let late = broker.makeTransport()
+        late.connect(MQTTConnectOptions(host: "", clientId: "late"), executor: nil) { _ in }
+        try await poll { broker.connectedClientCount == 2 }
         let responses = Recorder(agent.publishDiscover(.coreTypes([.task]), timeout: .milliseconds(100)))
         try await responses.waitFinished()
         #expect(responses.elements.isEmpty)
-        // The response subscription is gone, so a late Resolve reaches nobody and is not counted as invalid.
+        let discover = try #require(broker.publishedMessages.first { $0.topic.hasPrefix("coaty/3/-/DSC/") })
+        let correlationId = try #require(discover.topic.split(separator: "/").last)
+        // A Resolve that does not answer the Discover (an Identity, not a Task): while the request waited, it would
+        // be counted as rejected. Its topic stays subscribed until a later request's upkeep gives it up, so it
+        // arrives, and the ended request's observer is gone.
+        let received = agent.statistics.messagesReceived
+        let resolve = #"{"object":{"name":"x","objectType":"coaty.Identity","coreType":"Identity","objectId":"a"}}"#
+        try late.publish(MQTTMessage(topic: "coaty/3/-/RSV/x/\(correlationId)", payload: Array(resolve.utf8)))
+        try await poll("the late Resolve") { agent.statistics.messagesReceived > received }
         #expect(agent.statistics.responsesRejected == 0)
+        #expect(agent.statistics.messagesRejected == 0)
+        await late.disconnect(.clean)
         await agent.stop()
     }
 
