@@ -16,9 +16,15 @@ final class DeviceController: Controller, PointHost {
     private let outputs: OutputDevices
     private let pwmOutputs: PWMOutputs
     private let counters: CounterInputs
-    let feed = PointFeed()
+    let feed: PointFeed
 
-    init(devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, actors: IoActorController) throws {
+    /// `feedsBridge`: whether a bridge reads the devices' values (`feed`); without one the feed takes none.
+    init(
+        devices: DeviceConfiguration, sources: IoSourceController<ContinuousClock>, actors: IoActorController,
+        feedsBridge: Bool
+    ) throws {
+        let feed = PointFeed(isRead: feedsBridge)
+        self.feed = feed
         var devices = devices
         if devices.emulated {
             let emulation = try DeviceEmulation(devices)

@@ -36,7 +36,8 @@ public enum EdgeAgent {
         }
         var pointHost: any PointHost = NoDevicePoints()
         if let devices = configuration.devices {
-            let deviceController = try DeviceController(devices: devices, sources: sources, actors: actors)
+            let deviceController = try DeviceController(
+                devices: devices, sources: sources, actors: actors, feedsBridge: configuration.bridge != nil)
             pointHost = deviceController
             controllers.append(("Devices", deviceController))
         }

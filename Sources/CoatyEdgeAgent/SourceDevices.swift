@@ -15,7 +15,9 @@ final class SourceDevices: Sendable {
     private let devices: DeviceConfiguration
     private let sources: IoSourceController<ContinuousClock>
     private let status: DeviceStatus
-    private let buses: I2CBusPool
+    /// The sensor of each of `devices.sensors`, made once: a sensor's label can take a read (a thermal zone's
+    /// `type`), and the device status needs the labels before the polling starts.
+    private let sensors: [any Sensor]
     /// Every value, associated or not, for the plain MQTT topics and Home Assistant.
     private let feed: PointFeed
     /// The IoSource objectIds the devices publish on, each once, in configuration order: the index of one is its
@@ -41,7 +43,7 @@ final class SourceDevices: Sendable {
         self.feed = feed
         self.sources = sources
         self.status = status
-        self.buses = buses
+        sensors = devices.sensors.map { $0.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot) }
         var sourceIds: [String] = []
         var slots: [String: Int] = [:]
         let deviceSourceIds =
@@ -76,11 +78,9 @@ final class SourceDevices: Sendable {
 
     /// The entries of the sensors in the device status, in configuration order.
     var sensorStatusEntries: [DeviceStatus.Entry] {
-        devices.sensors.map { sensor in
+        zip(devices.sensors, sensors).map { device, sensor in
             DeviceStatus.Entry(
-                label: sensor.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot).label,
-                kind: sensor.driver.rawValue,
-                ioPoints: sensor.sources.map(\.ioSourceId))
+                label: sensor.label, kind: device.driver.rawValue, ioPoints: device.sources.map(\.ioSourceId))
         }
     }
 
@@ -102,12 +102,11 @@ final class SourceDevices: Sendable {
         var together: [SensorPollLoop.Entry] = []
         var togetherWirings: [SensorWiring] = []
         var alone: [(SensorDevice, any Sensor, Duration)] = []
-        for device in devices.sensors {
+        for (device, sensor) in zip(devices.sensors, sensors) {
             let index = sensorIndices[device.pollInterval, default: 0]
             sensorIndices[device.pollInterval] = index + 1
             let phase = PollScheduler<ContinuousClock>.phase(
                 of: index, among: sensorCounts[device.pollInterval] ?? 1, interval: device.pollInterval)
-            let sensor = device.makeSensor(buses: buses, sysfsRoot: devices.sysfsRoot)
             if let sensor = sensor as? any ImmediateSensor {
                 together.append(
                     .init(

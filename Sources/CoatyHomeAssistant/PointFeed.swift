@@ -15,11 +15,17 @@ package final class PointFeed: Sendable {
     /// Held while values are handed to the streams, so that they get them in order; never taken by a stream's end,
     /// which runs under the Swift runtime's lock of a cancelled task that handing over a value can take as well.
     private let delivery = Mutex(())
+    private let isRead: Bool
 
-    public init() {}
+    /// `isRead` false makes the feed of an agent without a bridge, which nothing reads: it takes no values (keeping
+    /// the latest cost a hash of the objectId and a lock per sensor reading), and `latest` and `values()` stay empty.
+    public init(isRead: Bool = true) {
+        self.isRead = isRead
+    }
 
     /// Sends a point's new value; nothing when it equals the latest (an output's line that did not switch).
     public func send(_ value: JSONValue, of ioPointId: String) {
+        guard isRead else { return }
         delivery.withLock { _ in
             let streams = state.withLock { state -> [AsyncStream<PointValue>.Continuation] in
                 // One hash of the objectId, not two: this runs for every sensor reading.

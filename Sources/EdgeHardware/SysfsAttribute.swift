@@ -13,26 +13,39 @@ import Synchronization
 /// device that comes back is found again.
 ///
 /// A file elsewhere (a tree that tests, the emulation or a benchmark write; umockdev's testbed, where its preload
-/// sends `/sys`) does not fail when it is removed or replaced by a rename (the emulation writes its files so), so
-/// each read of such a file also checks with `fstat` that the open file still has a name, and opens the path again
-/// if not. Whether the file is on sysfs is asked once per open (`fstatfs`): a real attribute is one `pread` a read.
+/// sends `/sys`) does not fail when it is removed or replaced by a rename (the emulation writes its files so), so a
+/// read of such a file also checks with `fstat` that the open file still has a name, and opens the path again if not:
+/// the first read at least `linkCheckInterval` after the previous check does, so that a zone read ten times a second
+/// costs one `fstat` a second, not one per read, and a removed or replaced file is noticed within about that
+/// interval. Whether the file is on sysfs is asked once per open (`fstatfs`): a real attribute is one `pread` a read.
+/// The file is opened without access-time updates where the kernel allows it (`coaty_open_for_rereading`): on a disk
+/// file system each read would otherwise go through `touch_atime`.
 final class SysfsAttribute: Sendable {
     let path: String
+    /// How long a read of a file outside sysfs trusts the previous check that the file still has a name, in
+    /// nanoseconds.
+    private let linkCheckNanoseconds: Int64
     private let file = Mutex(OpenFile())
 
     /// The open file, or none (-1) before the first read and after a failure. The lock also keeps a read from racing
     /// a close.
     private struct OpenFile {
         var descriptor: Int32 = -1
-        /// Whether each read checks that the file still has a name: it is not on sysfs.
+        /// Whether reads check that the file still has a name: it is not on sysfs.
         var checksLink = false
+        /// When the file was opened or last found to have a name, in nanoseconds of `CLOCK_MONOTONIC_COARSE`.
+        var linkCheckedAt: Int64 = 0
     }
 
     /// The largest attribute read; sysfs attributes are at most one page.
     private static let capacity = 4096
 
-    init(path: String) {
+    /// `linkCheckInterval`: how long after a check that the file still has a name the next is due (see above); the
+    /// emulation writes its files once a second.
+    init(path: String, linkCheckInterval: Duration = .seconds(1)) {
         self.path = path
+        let (seconds, attoseconds) = linkCheckInterval.components
+        linkCheckNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     deinit {
@@ -64,7 +77,7 @@ final class SysfsAttribute: Sendable {
                 guard openPath(&file) else { return .failure(SysfsFile.failure(errno, path)) }
             }
             var count = Self.readAll(file.descriptor, into: buffer)
-            if count >= 0 && file.checksLink && !Self.isLinked(file.descriptor) {
+            if count >= 0 && file.checksLink && isLinkCheckDue(&file) && !Self.isLinked(file.descriptor) {
                 // Removed or replaced since it was opened: read what is at the path now.
                 close(file.descriptor)
                 file.descriptor = -1
@@ -84,10 +97,27 @@ final class SysfsAttribute: Sendable {
 
     /// Opens the path; false with errno set when it cannot.
     private func openPath(_ file: inout OpenFile) -> Bool {
-        file.descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        file.descriptor = coaty_open_for_rereading(path)
         guard file.descriptor >= 0 else { return false }
         file.checksLink = coaty_file_is_on_sysfs(file.descriptor) == 0
+        file.linkCheckedAt = Self.coarseNanoseconds()
         return true
+    }
+
+    /// Whether the link check is due (`linkCheckInterval` since the last one); if so, it counts as done now.
+    private func isLinkCheckDue(_ file: inout OpenFile) -> Bool {
+        let now = Self.coarseNanoseconds()
+        guard now - file.linkCheckedAt >= linkCheckNanoseconds else { return false }
+        file.linkCheckedAt = now
+        return true
+    }
+
+    /// The monotonic clock at the kernel tick's resolution (milliseconds): read from the vDSO without the time
+    /// counter, the cheapest clock there is, and fine enough for an interval of a second.
+    private static func coarseNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 
     /// Whether the open file still has a name: false once it was removed, or replaced by a rename.

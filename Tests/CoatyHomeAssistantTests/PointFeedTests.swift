@@ -23,4 +23,12 @@ struct PointFeedTests {
         #expect(await next(&values) == ["c": .bool(true)])
         #expect(feed.latest == ["a": .number(20.5), "b": .number(21), "c": .bool(true)])
     }
+
+    /// The feed of an agent without a bridge keeps no value: nothing would read it.
+    @Test func anUnreadFeedKeepsNothing() {
+        let feed = PointFeed(isRead: false)
+        feed.send(.number(21), of: "a")
+        feed.send(.bool(true), of: "c")
+        #expect(feed.latest.isEmpty)
+    }
 }

@@ -290,12 +290,12 @@ private struct ClockedSensor: Sensor {
     }
 
     /// Outside sysfs a removed file stays readable through an open descriptor: the attribute notices and reads the
-    /// path again, as a removed sysfs attribute fails.
+    /// path again, as a removed sysfs attribute fails (at once here: a check before every read).
     @Test func aRemovedFileIsNoDeviceAndARecreatedOneIsRead() throws {
         let tree = try SysfsTree()
         let path = tree.root + "/zone/temp"
         try tree.write("zone/temp", "40000\n")
-        let attribute = SysfsAttribute(path: path)
+        let attribute = SysfsAttribute(path: path, linkCheckInterval: .zero)
         #expect(try attribute.integer() == 40000)
         try tree.remove("zone/temp")
         #expect(throws: SensorError.noDevice(path)) { try attribute.integer() }
@@ -306,12 +306,46 @@ private struct ClockedSensor: Sensor {
     @Test func aFileReplacedByARenameIsReadAnew() throws {
         let tree = try SysfsTree()
         try tree.write("temp", "40000\n")
-        let attribute = SysfsAttribute(path: tree.root + "/temp")
+        let attribute = SysfsAttribute(path: tree.root + "/temp", linkCheckInterval: .zero)
         #expect(try attribute.integer() == 40000)
         #expect(attribute.checksLink)
         try tree.write("temp.new", "42000\n")
         #expect(rename(tree.root + "/temp.new", tree.root + "/temp") == 0)
         #expect(try attribute.integer() == 42000)
+    }
+
+    /// The check that the file still has a name is made once per `linkCheckInterval`, not on every read: a file
+    /// replaced meanwhile is read anew by the first read after the interval.
+    @Test func theLinkIsCheckedOncePerInterval() throws {
+        let tree = try SysfsTree()
+        try tree.write("temp", "40000\n")
+        let trusting = SysfsAttribute(path: tree.root + "/temp", linkCheckInterval: .seconds(3600))
+        let checking = SysfsAttribute(path: tree.root + "/temp", linkCheckInterval: .milliseconds(50))
+        #expect(try trusting.integer() == 40000)
+        #expect(try checking.integer() == 40000)
+        try tree.write("temp.new", "42000\n")
+        #expect(rename(tree.root + "/temp.new", tree.root + "/temp") == 0)
+        #expect(try trusting.integer() == 40000)
+        // The coarse clock moves in kernel ticks (up to 10 ms).
+        usleep(100_000)
+        #expect(try checking.integer() == 42000)
+    }
+
+    /// Reads do not update the file's access time: on a disk file system each read would go through `touch_atime`.
+    /// An access time older than the modification time (both set in the past here) is what `relatime` updates on the
+    /// next read.
+    @Test func readsLeaveTheAccessTimeAlone() throws {
+        let tree = try SysfsTree()
+        try tree.write("temp", "40000\n")
+        let path = tree.root + "/temp"
+        let past = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, past, 0) == 0)
+        let attribute = SysfsAttribute(path: path)
+        #expect(try attribute.integer() == 40000)
+        #expect(try attribute.integer() == 40000)
+        var status = stat()
+        #expect(stat(path, &status) == 0)
+        #expect(status.st_atim.tv_sec == 1_000_000_000)
     }
 
     /// A real attribute cannot be replaced (a removed one fails), so its reads skip the check of the name.
