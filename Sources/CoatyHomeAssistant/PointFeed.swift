@@ -1,20 +1,12 @@
+import CoatyCommunication
 import CoatyJSON
-import Synchronization
 
 /// The values of an agent's device points, as the bridge needs them: sensor readings after their filters, input
 /// values and the real state of output lines, by the objectId of their IoSource or IoActor, each stream starting
 /// with the latest value of every point. The devices send here whether or not a router associated their source.
 package final class PointFeed: Sendable {
-    private struct State {
-        var latest: [String: JSONValue] = [:]
-        var nextId = 0
-        var continuations: [Int: AsyncStream<PointValue>.Continuation] = [:]
-    }
-
-    private let state = Mutex(State())
-    /// Held while values are handed to the streams, so that they get them in order; never taken by a stream's end,
-    /// which runs under the Swift runtime's lock of a cancelled task that handing over a value can take as well.
-    private let delivery = Mutex(())
+    /// The latest value of each point; a change of one goes to the streams.
+    private let points = WatchedState<[String: JSONValue], PointValue>([:], bufferLimit: 1000)
     private let isRead: Bool
 
     /// `isRead` false makes the feed of an agent without a bridge, which nothing reads: it takes no values (keeping
@@ -26,45 +18,25 @@ package final class PointFeed: Sendable {
     /// Sends a point's new value; nothing when it equals the latest (an output's line that did not switch).
     public func send(_ value: JSONValue, of ioPointId: String) {
         guard isRead else { return }
-        delivery.withLock { _ in
-            let streams = state.withLock { state -> [AsyncStream<PointValue>.Continuation] in
-                // One hash of the objectId, not two: this runs for every sensor reading.
-                if let index = state.latest.index(forKey: ioPointId) {
-                    guard state.latest.values[index] != value else { return [] }
-                    state.latest.values[index] = value
-                } else {
-                    state.latest[ioPointId] = value
-                }
-                return Array(state.continuations.values)
+        points.change { latest, isWatched in
+            // One hash of the objectId, not two: this runs for every sensor reading.
+            if let index = latest.index(forKey: ioPointId) {
+                guard latest.values[index] != value else { return ((), []) }
+                latest.values[index] = value
+            } else {
+                latest[ioPointId] = value
             }
-            for continuation in streams {
-                continuation.yield(PointValue(ioPointId: ioPointId, value: value))
-            }
+            return ((), isWatched ? [PointValue(ioPointId: ioPointId, value: value)] : [])
         }
     }
 
-    public var latest: [String: JSONValue] { state.withLock { $0.latest } }
+    public var latest: [String: JSONValue] { points.withState { $0 } }
 
     /// The latest value of each point, then every new one. Keeps the newest 1000 values for a slow reader.
-    public func values() -> AsyncStream<PointValue> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: PointValue.self, bufferingPolicy: .bufferingNewest(1000))
-        let id = delivery.withLock { _ in
-            let (id, latest) = state.withLock { state in
-                let id = state.nextId
-                state.nextId += 1
-                state.continuations[id] = continuation
-                return (id, state.latest)
-            }
-            for (ioPointId, value) in latest.sorted(by: { $0.key < $1.key }) {
-                continuation.yield(PointValue(ioPointId: ioPointId, value: value))
-            }
-            return id
+    public func values() -> ObservationStream<PointValue> {
+        points.watch { latest in
+            latest.sorted { $0.key < $1.key }.map { PointValue(ioPointId: $0.key, value: $0.value) }
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
-        }
-        return stream
     }
 }
 

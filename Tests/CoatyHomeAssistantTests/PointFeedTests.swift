@@ -1,3 +1,4 @@
+import CoatyCommunication
 import CoatyHomeAssistant
 import CoatyJSON
 import Testing
@@ -10,7 +11,7 @@ struct PointFeedTests {
         feed.send(.number(21), of: "b")
         feed.send(.number(20), of: "a")
         var values = feed.values().makeAsyncIterator()
-        func next(_ values: inout AsyncStream<PointValue>.Iterator) async -> [String: JSONValue]? {
+        func next(_ values: inout ObservationStream<PointValue>.Iterator) async -> [String: JSONValue]? {
             await values.next().map { [$0.ioPointId: $0.value] }
         }
         #expect(await next(&values) == ["a": .number(20)])
