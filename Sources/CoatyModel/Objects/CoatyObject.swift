@@ -15,9 +15,10 @@ public struct CoatyObject: Sendable, Hashable {
         try self.init(validating: value, at: path, nesting: 0)
     }
 
-    init(validating value: JSONValue, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
+    /// `path` is put together only where a check needs it: to name an error, or to read fields beyond the core ones.
+    init(validating value: JSONValue, at path: @autoclosure () -> JSONPath, nesting: Int) throws(JSONShapeError) {
         guard case .object(let json) = value else {
-            throw JSONShapeError(path: path, reason: "expected a Coaty object, found \(value.typeName)")
+            throw JSONShapeError(path: path(), reason: "expected a Coaty object, found \(value.typeName)")
         }
         try CoatyObjectShape.validate(json, at: path, nesting: nesting)
         self.json = json
@@ -26,12 +27,6 @@ public struct CoatyObject: Sendable, Hashable {
     /// `init(validating:at:)` of the value under a cursor, as events read their objects: the cursor's path (an
     /// array) is made only when the object is not a plain valid one, whose core fields are all it has to check.
     init(validating cursor: JSONCursor) throws(JSONShapeError) {
-        if case .object(let json) = cursor.value, let coreType = CoatyObjectShape.coreTypeOfValidCoreFields(json),
-            !CoatyObjectShape.hasFieldsOfItsOwn(coreType)
-        {
-            self.init(unchecked: json)
-            return
-        }
         try self.init(validating: cursor.value, at: cursor.path, nesting: 0)
     }
 
@@ -144,14 +139,6 @@ enum CoatyObjectShape {
         return required == 7 ? coreType : nil
     }
 
-    /// Whether objects of the core type have fields to check beyond the core fields.
-    static func hasFieldsOfItsOwn(_ coreType: CoreType) -> Bool {
-        switch coreType {
-        case .coatyObject, .ioContext, .identity: false
-        default: true
-        }
-    }
-
     /// Checks the core fields one by one, in a fixed order, and throws for the first that is missing or wrong.
     static func checkCoreFields(of object: JSONCursor) throws(JSONShapeError) -> CoreType {
         _ = try object.required("name").string()
@@ -169,18 +156,21 @@ enum CoatyObjectShape {
         return coreType
     }
 
-    static func validate(_ json: JSONObject, at path: JSONPath, nesting: Int) throws(JSONShapeError) {
+    /// `path` is called only where a check needs it: to name an error, or to read fields beyond the core ones.
+    static func validate(_ json: JSONObject, at path: () -> JSONPath, nesting: Int) throws(JSONShapeError) {
         guard nesting <= maximumNesting else {
-            throw JSONShapeError(path: path, reason: "Coaty objects nested deeper than \(maximumNesting) levels")
+            throw JSONShapeError(path: path(), reason: "Coaty objects nested deeper than \(maximumNesting) levels")
         }
-        let object = JSONCursor(.object(json), path: path)
+        let validCoreType = coreTypeOfValidCoreFields(json)
+        // Valid core fields are all that these core types have to check: done without a cursor or a path.
+        if validCoreType == .coatyObject || validCoreType == .ioContext || validCoreType == .identity { return }
+        let object = JSONCursor(.object(json), path: path())
         let coreType: CoreType
-        if let valid = coreTypeOfValidCoreFields(json) {
-            coreType = valid
+        if let validCoreType {
+            coreType = validCoreType
         } else {
             coreType = try checkCoreFields(of: object)
         }
-
         switch coreType {
         case .coatyObject, .ioContext, .identity:
             break
@@ -226,7 +216,7 @@ enum CoatyObjectShape {
         case .log:
             let level = try object.required("logLevel").integer()
             guard [10, 20, 30, 40, 50].contains(level) else {
-                throw JSONShapeError(path: path.appending("logLevel"), reason: "\(level) is not a log level")
+                throw JSONShapeError(path: object.path.appending("logLevel"), reason: "\(level) is not a log level")
             }
             _ = try object.required("logMessage").string()
             _ = try object.required("logDate").string()
@@ -249,7 +239,7 @@ enum CoatyObjectShape {
             _ = try object.required("parentObjectId").nonEmptyString()
             let timestamp = try object.required("creationTimestamp").number()
             guard timestamp != 0 else {
-                throw JSONShapeError(path: path.appending("creationTimestamp"), reason: "must not be 0")
+                throw JSONShapeError(path: object.path.appending("creationTimestamp"), reason: "must not be 0")
             }
             _ = try object.required("creatorId").nonEmptyString()
             if let tags = try object.optional("tags") {
