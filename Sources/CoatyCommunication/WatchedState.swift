@@ -33,7 +33,8 @@ package final class WatchedState<State: Sendable, Change: Sendable>: Sendable {
     }
 
     /// Changes the state and hands the changes `body` returns to every watcher, in order with all other changes.
-    /// The changes are made only while someone watches: with nobody watching, `body` is told so and may return none.
+    /// `body` is told whether anyone watches: with nobody watching, the changes it returns go nowhere, so it need
+    /// not make them (a value per sensor reading, say).
     package func change<Result>(_ body: (inout State, _ isWatched: Bool) -> (Result, [Change])) -> Result {
         delivery.withLock { _ -> Result in
             var watchers: [ObservationStream<Change>.Continuation] = []
