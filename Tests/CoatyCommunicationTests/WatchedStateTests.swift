@@ -62,7 +62,10 @@ import Testing
     /// Watchers cancelled while another thread changes the state: handing a change to a waiting watcher takes the
     /// Swift runtime's lock of its task, and a cancelled watcher's end runs under that lock and removes the watcher.
     /// With the changes handed over under the state's own lock, the two threads waited for each other for good (an
-    /// agent hung in its stop that way).
+    /// agent hung in its stop that way). The sender pauses between changes (the old shape still hangs with the
+    /// pause): without one it held the lock nearly all the time, and the pool threads waiting for it (a new watcher,
+    /// a watcher's end) were lost to every other suite; in a clean-clone CI run this test ran past its 60 s while
+    /// about a hundred tests of other suites timed out.
     @Test func watchersCancelledWhileChangesAreHandedOverEndWithoutAHang() async throws {
         let watched = WatchedState<Int, Int>(0)
         let isSending = Mutex(true)
@@ -72,6 +75,7 @@ import Testing
                     value += 1
                     return ((), [value])
                 }
+                usleep(20)
             }
         }
         sender.start()
