@@ -204,13 +204,15 @@ let package = Package(
 
         .testTarget(name: "CoatyJSONTests", dependencies: ["CoatyJSON"]),
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
+        .testTarget(name: "DetachedThreadTests", dependencies: ["DetachedThread"]),
         .testTarget(
             name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "CMosquittoInput", "DetachedThread", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(
             name: "CoatyCommunicationTests",
             dependencies: [
-                "CoatyCommunication", "CoatyTestSupport", .product(name: "Prometheus", package: "swift-prometheus"),
+                "CoatyCommunication", "CoatyTestSupport", "DetachedThread",
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
         .testTarget(
             name: "CoatyRuntimeTests", dependencies: ["CoatyRuntime", "CoatySharedObjects", "CoatyTestSupport"]),

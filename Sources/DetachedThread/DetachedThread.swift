@@ -28,6 +28,22 @@ package func startDetachedThread(named name: String? = nil, _ body: @escaping @S
     return result
 }
 
+/// The error of pthread_create when a thread could not be started.
+package struct ThreadStartError: Error, Equatable {
+    package let code: Int32
+}
+
+/// Runs `body` on a detached thread of its own and returns its result: for blocking waits and long computations,
+/// which would hold one of the concurrency pool's threads (one per core) while other tasks need it.
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws(ThreadStartError) -> T {
+    let result = await withCheckedContinuation {
+        (continuation: CheckedContinuation<Result<T, ThreadStartError>, Never>) in
+        let rc = startDetachedThread { continuation.resume(returning: .success(body())) }
+        if rc != 0 { continuation.resume(returning: .failure(ThreadStartError(code: rc))) }
+    }
+    return try result.get()
+}
+
 /// Names the calling thread through /proc: Swift's Glibc does not declare `pthread_setname_np`, a GNU extension. A
 /// failure leaves the inherited name. At most 15 bytes are kept.
 package func nameCurrentThread(_ name: String) {

@@ -154,13 +154,11 @@ final class DeliveryProbe: Sendable {
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws(BenchmarkError) -> T) async throws(BenchmarkError)
     -> T
 {
-    let result = await withCheckedContinuation {
-        (continuation: CheckedContinuation<Result<T, BenchmarkError>, Never>) in
-        do throws(BenchmarkError) {
-            try startThread { continuation.resume(returning: Result { () throws(BenchmarkError) in try body() }) }
-        } catch {
-            continuation.resume(returning: .failure(error))
-        }
+    let result: Result<T, BenchmarkError>
+    do {
+        result = try await DetachedThread.onOwnThread { Result { () throws(BenchmarkError) in try body() } }
+    } catch {
+        throw .system("cannot start a thread", error.code)
     }
     return try result.get()
 }

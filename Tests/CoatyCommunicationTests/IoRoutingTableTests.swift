@@ -1,5 +1,6 @@
 import CoatyModel
 import CoatyTestSupport
+import DetachedThread
 import Testing
 
 @testable import CoatyCommunication
@@ -116,9 +117,9 @@ import Testing
     /// The indexes by actor (which an Associate uses) and by source (which a zero-loss frame uses) instead of
     /// looking at every route say what `actorsByRoute` says, and the effects name exactly the routes that came, went, or gained or lost an own actor: after every
     /// Associate of every sequence of four from own and foreign sources and actors, two routes and disassociations.
-    @Test func theActorIndexAndTheEffectsFollowTheRoutesInEverySequence() async {
+    @Test func theActorIndexAndTheEffectsFollowTheRoutesInEverySequence() async throws {
         // About 100,000 sequences: seconds of a debug build's work, kept off the threads the other suites share.
-        let mismatches = await onOwnThread { [self] in exploreEverySequence(depth: 4) }
+        let mismatches = try await onOwnThread { [self] in exploreEverySequence(depth: 4) }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
     }
 
