@@ -153,12 +153,12 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the topic belongs to the Coaty protocol; others are Raw or external IoValue topics.
     public static func isCoatyTopic(_ topic: String) -> Bool {
-        var topic = topic
-        return topic.withUTF8 { bytes in
-            let nameBytes = protocolNameBytes
-            return bytes.count > nameBytes.count && bytes[nameBytes.count] == UInt8(ascii: "/")
-                && bytes.hasPrefix(nameBytes)
-        }
+        // Through the UTF-8 view, not `withUTF8`: that one is mutating, and the copy it needs cost a retain and a
+        // release of the topic.
+        let nameBytes = protocolNameBytes
+        return topic.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.count > nameBytes.count && bytes[nameBytes.count] == UInt8(ascii: "/") && bytes.hasPrefix(nameBytes)
+        } ?? topic.utf8.starts(with: protocolName.utf8 + [UInt8(ascii: "/")])
     }
 
     /// `protocolName` as bytes, to compare with the first level of every inbound topic without going through
