@@ -11,7 +11,9 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
         self.components = components
     }
 
-    public static let root = JSONPath()
+    /// Computed rather than stored: every received event starts its cursors at the root, and a stored static costs
+    /// a `swift_once` call on each use, where an empty array is a constant.
+    public static var root: JSONPath { JSONPath() }
 
     public func appending(_ key: String) -> JSONPath {
         appending(.key(key))

@@ -748,7 +748,15 @@ private func receiveMessage(
         session.deliver(.oversized(topic: String(cString: topic), size: size))
         return
     }
-    let payload = [UInt8](UnsafeRawBufferPointer(start: message.payload, count: size))
+    // One allocation and a memcpy: `[UInt8](UnsafeRawBufferPointer)` copied through the generic collection path.
+    let payload = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+        guard let source = message.payload, size > 0 else {
+            initialized = 0
+            return
+        }
+        UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(start: source, count: size))
+        initialized = size
+    }
     session.deliver(.message(MQTTMessage(topic: String(cString: topic), payload: payload, retain: message.retain)))
 }
 

@@ -22,6 +22,20 @@ if CommandLine.arguments.dropFirst().first == "fleet" {
     }
 }
 
+if CommandLine.arguments.dropFirst().first == "decode" {
+    do {
+        try DecodeFigures(arguments: CommandLine.arguments.dropFirst(2)).run()
+        exit(0)
+    } catch let error as UsageError {
+        writeStandardError(
+            (error.message.map { "coaty-edge-bench decode: \($0)\n\n" } ?? "") + DecodeFigures.usage + "\n")
+        exit(error.message == nil ? 0 : 2)
+    } catch {
+        writeStandardError("coaty-edge-bench decode: \(error)\n")
+        exit(1)
+    }
+}
+
 let options: BenchmarkOptions
 do {
     options = try BenchmarkOptions(arguments: CommandLine.arguments.dropFirst())

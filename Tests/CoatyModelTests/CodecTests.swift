@@ -166,6 +166,31 @@ import Testing
         #expect(parsed.description == topic)
     }
 
+    /// The event level is read as bytes: every code names its event, and a code one byte off, of another length or
+    /// in lower case names none, with the code in the error as it came.
+    @Test func eventCodesAreReadExactly() {
+        for eventType in CoatyEventType.allCases {
+            let code = Array(eventType.rawValue.utf8)
+            #expect(code.withUnsafeBufferPointer { CoatyEventType(code: $0) } == eventType)
+            var lastByteOff = code
+            lastByteOff[2] &+= 1
+            var firstByteOff = code
+            firstByteOff[0] &-= 1
+            let lowerCase = code.map { $0 | 0x20 }
+            for unknown in [lastByteOff, firstByteOff, Array(code.prefix(2)), code + [code[2]], lowerCase] {
+                #expect(unknown.withUnsafeBufferPointer { CoatyEventType(code: $0) } == nil)
+            }
+        }
+        for code in ["", "A", "ADVX", "adv", "ÄDV"] {
+            let topic = "coaty/3/-/\(code):filter/\(Self.agent)"
+            guard case .failure(let rejection) = decode(topic, "{}") else {
+                Issue.record("accepted \(topic)")
+                continue
+            }
+            #expect(rejection.reason == "unknown event \"\(code)\"")
+        }
+    }
+
     @Test func ioValueAndRawTopicsPassThroughUndecoded() {
         let bytes: [UInt8] = [0xFF, 0x00, 0x41]
         #expect(
