@@ -204,34 +204,10 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
             sourceId: String(decoding: sourceLevel, as: UTF8.self), correlationId: correlationId, version: version)
     }
 
-    /// The topic name to publish on. Written into a string of the final size at once: this runs for every
-    /// published event, and appending level by level cost more than the rest of the topic handling.
+    /// The topic name to publish on.
     public var description: String {
-        let versionText = version == Self.protocolVersion ? "3" : String(version)
-        let eventLevel = eventType.rawValue
-        var length =
-            Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + eventLevel.utf8.count
-        length += sourceId.utf8.count + 4
-        if let filter { length += filter.utf8.count + 1 }
-        if let correlationId { length += correlationId.utf8.count + 1 }
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var position = 0
-            func write(_ part: String, after separator: UInt8?) {
-                if let separator {
-                    buffer[position] = separator
-                    position += 1
-                }
-                position = buffer[position...].initialize(fromContentsOf: part.utf8)
-            }
-            write(Self.protocolName, after: nil)
-            write(versionText, after: UInt8(ascii: "/"))
-            write(namespace, after: UInt8(ascii: "/"))
-            write(eventLevel, after: UInt8(ascii: "/"))
-            if let filter { write(filter, after: UInt8(ascii: ":")) }
-            write(sourceId, after: UInt8(ascii: "/"))
-            if let correlationId { write(correlationId, after: UInt8(ascii: "/")) }
-            return position
-        }
+        EventTopics(namespace: namespace, sourceId: sourceId, version: version).topic(
+            eventType, filter: filter, correlationId: correlationId)
     }
 
     /// The subscription filter for events of a kind: `+` for the source, for the correlation id of requests, and
@@ -249,6 +225,55 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     /// The IoValue route a router creates for a source: `coaty/3/<routerNamespace>/IOV/<sourceId>`.
     public static func ioValueRoute(namespace: String, sourceId: String) -> String {
         "\(protocolName)/\(protocolVersion)/\(namespace)/\(CoatyEventType.ioValue.rawValue)/\(sourceId)"
+    }
+}
+
+/// The topics one agent publishes its events on: the levels before and after the event level are the same for all
+/// of them, so they are put together once, and each topic is written into a string of its final size at once (this
+/// runs for every event published; appending level by level cost more than the rest of the topic handling).
+public struct EventTopics: Sendable {
+    /// `coaty/<version>/<namespace>/`
+    private let head: String
+    /// `/<sourceId>`
+    private let sourceLevel: String
+
+    public init(namespace: String, sourceId: String, version: Int = CoatyTopic.protocolVersion) {
+        head = "\(CoatyTopic.protocolName)/\(version)/\(namespace)/"
+        sourceLevel = "/" + sourceId
+    }
+
+    public func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
+        let eventLevel = eventType.rawValue
+        var length = head.utf8.count + eventLevel.utf8.count + sourceLevel.utf8.count
+        if let filter { length += filter.utf8.count + 1 }
+        if let correlationId { length += correlationId.utf8.count + 1 }
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var position = 0
+            func write(_ part: String) {
+                var part = part
+                part.withUTF8 { bytes in
+                    guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
+                    (target + position).update(from: source, count: bytes.count)
+                    position += bytes.count
+                }
+            }
+            func write(_ separator: UInt8) {
+                buffer[position] = separator
+                position += 1
+            }
+            write(head)
+            write(eventLevel)
+            if let filter {
+                write(UInt8(ascii: ":"))
+                write(filter)
+            }
+            write(sourceLevel)
+            if let correlationId {
+                write(UInt8(ascii: "/"))
+                write(correlationId)
+            }
+            return position
+        }
     }
 }
 
