@@ -9,7 +9,27 @@ public struct JSONWriter {
         self.buffer = buffer
     }
 
-    var hasOverflowed: Bool { count > buffer.count }
+    /// The text that `write` writes, in an array of its size: written into room on the stack (for
+    /// `expectedCount` bytes, or when the text needs more, for the size the first pass counted) and copied into the
+    /// array at once. Making the array in this module (`Array(unsafeUninitializedCapacity:)`) looked its type's metadata up
+    /// in the runtime's cache for every value; appending to the array piece by piece checked its uniqueness and
+    /// capacity for each piece.
+    static func bytes(expectedCount: Int, _ write: (inout JSONWriter) -> Void) -> [UInt8] {
+        var capacity = expectedCount
+        while true {
+            let (bytes, needed) = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { room in
+                var writer = JSONWriter(room)
+                write(&writer)
+                guard writer.count <= room.count else { return ([UInt8](), writer.count) }
+                var bytes: [UInt8] = []
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<writer.count]))
+                return (bytes, writer.count)
+            }
+            // The second pass writes as much as the first counted: it fits.
+            if needed <= capacity { return bytes }
+            capacity = needed
+        }
+    }
 
     public mutating func append(_ byte: UInt8) {
         if count < buffer.count { buffer[count] = byte }
@@ -53,19 +73,7 @@ extension JSONSerializable {
     /// bytes, and when the text needs more, again into room of the size the first pass counted. Appending to an
     /// array checked its uniqueness and capacity for every piece of every event published.
     public func serializedBytes() -> [UInt8] {
-        var needed = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: expectedSerializedCount) { buffer, count in
-            var writer = JSONWriter(buffer)
-            write(to: &writer)
-            needed = writer.count
-            count = writer.hasOverflowed ? 0 : writer.count
-        }
-        guard needed > bytes.count else { return bytes }
-        return [UInt8](unsafeUninitializedCapacity: needed) { buffer, count in
-            var writer = JSONWriter(buffer)
-            write(to: &writer)
-            count = writer.count
-        }
+        JSONWriter.bytes(expectedCount: expectedSerializedCount) { write(to: &$0) }
     }
 
     public func serialized() -> String {

@@ -247,32 +247,32 @@ public struct EventTopics: Sendable {
         var length = head.utf8.count + eventLevel.utf8.count + sourceLevel.utf8.count
         if let filter { length += filter.utf8.count + 1 }
         if let correlationId { length += correlationId.utf8.count + 1 }
+        // Pointers rather than a nested function that advances a captured position: each access to that was
+        // checked for exclusivity at run time.
         return String(unsafeUninitializedCapacity: length) { buffer in
-            var position = 0
-            func write(_ part: String) {
-                var part = part
-                part.withUTF8 { bytes in
-                    guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
-                    (target + position).update(from: source, count: bytes.count)
-                    position += bytes.count
-                }
-            }
-            func write(_ separator: UInt8) {
-                buffer[position] = separator
-                position += 1
-            }
-            write(head)
-            write(eventLevel)
+            guard let start = buffer.baseAddress else { return 0 }
+            var end = Self.copy(head, to: start)
+            end = Self.copy(eventLevel, to: end)
             if let filter {
-                write(UInt8(ascii: ":"))
-                write(filter)
+                end.initialize(to: UInt8(ascii: ":"))
+                end = Self.copy(filter, to: end + 1)
             }
-            write(sourceLevel)
+            end = Self.copy(sourceLevel, to: end)
             if let correlationId {
-                write(UInt8(ascii: "/"))
-                write(correlationId)
+                end.initialize(to: UInt8(ascii: "/"))
+                end = Self.copy(correlationId, to: end + 1)
             }
-            return position
+            return end - start
+        }
+    }
+
+    /// Copies the UTF-8 of `part` to `target` and returns the end of the copy.
+    private static func copy(_ part: String, to target: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        var part = part
+        return part.withUTF8 { bytes in
+            guard let source = bytes.baseAddress else { return target }
+            target.initialize(from: source, count: bytes.count)
+            return target + bytes.count
         }
     }
 }
