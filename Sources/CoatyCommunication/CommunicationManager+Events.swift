@@ -142,7 +142,7 @@ extension CommunicationManager {
                 continuation.finish()
                 return stream
             }
-            let payload = event.payload.serializedBytes()
+            let payload = event.serializedBytes()
             if observers.count == 1 {
                 enqueue(
                     MQTTMessage(

@@ -26,8 +26,8 @@ public final class CommunicationManager: Sendable {
     public let connectionExecutor = ConnectionExecutor()
 
     let logger: Logger
-    /// `identity.objectId`, the source level of every topic published; the identity keeps it in its JSON.
-    private let sourceId: String
+    /// The topics of the events published: the namespace, and `identity.objectId` as the source level.
+    private let eventTopics: EventTopics
     private let rawActorIds: Set<String>
     private let makeTransport: @Sendable () throws(MQTTError) -> any MQTTTransport
     let state: Mutex<State>
@@ -174,7 +174,7 @@ public final class CommunicationManager: Sendable {
         associationRefusals = RetentionRefusals(store: "IO routing table", logger: logger)
         drops = DroppedPublications(
             sourceIds: ioNodeDefinitions.flatMap { $0.ioSources.map(\.objectId) }, logger: logger)
-        sourceId = identity.objectId
+        eventTopics = EventTopics(namespace: options.namespace, sourceId: identity.objectId)
         rawActorIds = Set(ioNodeDefinitions.flatMap { $0.ioActors.filter(\.useRawIoValues).map(\.objectId) })
         self.makeTransport = makeTransport
         let routing = IoRoutingTable(
@@ -408,22 +408,19 @@ public final class CommunicationManager: Sendable {
     }
 
     func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
-        CoatyTopic(
-            namespace: options.namespace, eventType: eventType, filter: filter, sourceId: sourceId,
-            correlationId: correlationId
-        ).description
+        eventTopics.topic(eventType, filter: filter, correlationId: correlationId)
     }
 
     private func unjoinMessage(nodes: [IoNode]) -> MQTTMessage {
         let event = DeadvertiseEvent(objectIds: [identity.objectId] + nodes.map(\.objectId))
-        return MQTTMessage(topic: topic(.deadvertise), payload: event.payload.serializedBytes())
+        return MQTTMessage(topic: topic(.deadvertise), payload: event.serializedBytes())
     }
 
     private func joinMessages(nodes: [IoNode]) -> [MQTTMessage] {
         ([identity.object] + nodes.map(\.object)).map { object in
             MQTTMessage(
                 topic: topic(.advertise, filter: object.coreType.rawValue),
-                payload: AdvertiseEvent(object: object).payload.serializedBytes())
+                payload: AdvertiseEvent(object: object).serializedBytes())
         }
     }
 
@@ -782,19 +779,19 @@ public final class CommunicationManager: Sendable {
     }
 
     func publish(_ event: CoatyEvent, correlationId: String? = nil) {
-        let payload = event.payload.serializedBytes()
-        let filters = event.topicFilters
-        if filters.count == 1 {
-            enqueue(
-                MQTTMessage(
-                    topic: topic(event.eventType, filter: filters[0], correlationId: correlationId), payload: payload))
+        let payload = event.serializedBytes()
+        let (filter, secondFilter) = event.topicFilter
+        let message = MQTTMessage(
+            topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
+        guard let secondFilter else {
+            enqueue(message)
             return
         }
-        enqueue(
-            filters.map { filter in
-                MQTTMessage(
-                    topic: topic(event.eventType, filter: filter, correlationId: correlationId), payload: payload)
-            })
+        enqueue([
+            message,
+            MQTTMessage(
+                topic: topic(event.eventType, filter: secondFilter, correlationId: correlationId), payload: payload),
+        ])
     }
 
     func incrementRejectedResponses() {

@@ -1,38 +1,115 @@
-extension JSONValue {
-    /// The compact JSON text, byte for byte what `JSON.stringify` produces for the same value in JavaScript:
-    /// no white space, members in order, numbers in ECMAScript form (`22`, `21.5`, `1e+21`), non-finite numbers
-    /// as `null`, and only `"`, `\` and control characters escaped.
+/// Writes JSON text into a buffer of a fixed size, and counts all of it: what does not fit is left out, and
+/// `count` beyond the buffer's size says how much room the whole text needs.
+public struct JSONWriter {
+    private let buffer: UnsafeMutableBufferPointer<UInt8>
+    /// The bytes of the text so far, also those that did not fit.
+    public private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        self.buffer = buffer
+    }
+
+    /// The text that `write` writes, in an array of its size: written into room on the stack (for
+    /// `expectedCount` bytes, or when the text needs more, for the size the first pass counted) and copied into the
+    /// array at once. Making the array in this module (`Array(unsafeUninitializedCapacity:)`) looked its type's metadata up
+    /// in the runtime's cache for every value; appending to the array piece by piece checked its uniqueness and
+    /// capacity for each piece.
+    static func bytes(expectedCount: Int, _ write: (inout JSONWriter) -> Void) -> [UInt8] {
+        var capacity = expectedCount
+        while true {
+            let (bytes, needed) = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { room in
+                var writer = JSONWriter(room)
+                write(&writer)
+                guard writer.count <= room.count else { return ([UInt8](), writer.count) }
+                var bytes: [UInt8] = []
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<writer.count]))
+                return (bytes, writer.count)
+            }
+            // The second pass writes as much as the first counted: it fits.
+            if needed <= capacity { return bytes }
+            capacity = needed
+        }
+    }
+
+    public mutating func append(_ byte: UInt8) {
+        if count < buffer.count { buffer[count] = byte }
+        count += 1
+    }
+
+    public mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.count <= buffer.count - count, let source = bytes.baseAddress, let target = buffer.baseAddress {
+            (target + count).update(from: source, count: bytes.count)
+        }
+        count += bytes.count
+    }
+
+    mutating func append(_ text: StaticString) {
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(utf8Of string: String) {
+        var string = string
+        string.withUTF8 { append($0) }
+    }
+
+    /// Byte by byte, for the rare numbers that need ECMAScript's layout.
+    mutating func appendAll(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes { append(byte) }
+    }
+}
+
+/// What can be written as JSON text, into a byte array of its size.
+public protocol JSONSerializable {
+    func write(to writer: inout JSONWriter)
+    /// The room `serializedBytes` makes at first: enough for most values of the kind.
+    var expectedSerializedCount: Int { get }
+}
+
+extension JSONSerializable {
+    /// Room for a typical event at once.
+    public var expectedSerializedCount: Int { 256 }
+
+    /// The JSON text as bytes, written straight into the array's storage: into room for `expectedSerializedCount`
+    /// bytes, and when the text needs more, again into room of the size the first pass counted. Appending to an
+    /// array checked its uniqueness and capacity for every piece of every event published.
+    public func serializedBytes() -> [UInt8] {
+        JSONWriter.bytes(expectedCount: expectedSerializedCount) { write(to: &$0) }
+    }
+
     public func serialized() -> String {
         String(decoding: serializedBytes(), as: UTF8.self)
     }
 
-    /// The UTF-8 bytes of `serialized()`.
-    public func serializedBytes() -> [UInt8] {
-        serializedBytes(reserving: 64)
+    /// The size of the JSON text, counted without writing it.
+    public var serializedCount: Int {
+        var writer = JSONWriter(UnsafeMutableBufferPointer(start: nil, count: 0))
+        write(to: &writer)
+        return writer.count
     }
+}
 
-    func serializedBytes(reserving capacity: Int) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(capacity)
-        write(to: &output)
-        return output
-    }
+extension JSONValue: JSONSerializable {
+    /// A value on an IO route is mostly a number.
+    public var expectedSerializedCount: Int { 64 }
 
-    public func write(to output: inout [UInt8]) {
+    /// The compact JSON text, byte for byte what `JSON.stringify` produces for the same value in JavaScript:
+    /// no white space, members in order, numbers in ECMAScript form (`22`, `21.5`, `1e+21`), non-finite numbers
+    /// as `null`, and only `"`, `\` and control characters escaped.
+    public func write(to output: inout JSONWriter) {
         switch self {
         case .null:
-            output.append(contentsOf: "null".utf8)
+            output.append("null")
         case .bool(let value):
-            output.append(contentsOf: (value ? "true" : "false").utf8)
+            output.append(value ? "true" : "false")
         case .number(let value):
             JSONNumberFormat.write(value, to: &output)
         case .string(let value):
             JSONStringFormat.write(value, to: &output)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
+            for index in elements.indices {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                element.write(to: &output)
+                elements[index].write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
         case .object(let object):
@@ -41,23 +118,14 @@ extension JSONValue {
     }
 }
 
-extension JSONObject {
-    public func serialized() -> String {
-        JSONValue.object(self).serialized()
-    }
-
-    /// Room for a typical event at once, so that the buffer does not grow (and copy) twice on the way.
-    public func serializedBytes() -> [UInt8] {
-        JSONValue.object(self).serializedBytes(reserving: 256)
-    }
-
-    public func write(to output: inout [UInt8]) {
+extension JSONObject: JSONSerializable {
+    public func write(to output: inout JSONWriter) {
         output.append(UInt8(ascii: "{"))
-        for (index, member) in members.enumerated() {
+        for index in members.indices {
             if index > 0 { output.append(UInt8(ascii: ",")) }
-            JSONStringFormat.write(member.key, to: &output)
+            JSONStringFormat.write(members[index].key, to: &output)
             output.append(UInt8(ascii: ":"))
-            member.value.write(to: &output)
+            members[index].value.write(to: &output)
         }
         output.append(UInt8(ascii: "}"))
     }
@@ -66,7 +134,7 @@ extension JSONObject {
 enum JSONStringFormat {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    static func write(_ string: String, to output: inout [UInt8]) {
+    static func write(_ string: String, to output: inout JSONWriter) {
         output.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { writeEscaped($0, to: &output) }
@@ -74,19 +142,19 @@ enum JSONStringFormat {
     }
 
     /// Copies the runs between characters that need escaping as they are: most strings have none.
-    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout JSONWriter) {
         var runStart = 0
         for index in bytes.indices {
             let byte = bytes[index]
             guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            output.append(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
             writeEscape(of: byte, to: &output)
             runStart = index + 1
         }
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        output.append(UnsafeBufferPointer(rebasing: bytes[runStart...]))
     }
 
-    private static func writeEscape(of byte: UInt8, to output: inout [UInt8]) {
+    private static func writeEscape(of byte: UInt8, to output: inout JSONWriter) {
         output.append(UInt8(ascii: "\\"))
         switch byte {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
@@ -96,7 +164,7 @@ enum JSONStringFormat {
         case 0x0D: output.append(UInt8(ascii: "r"))
         case 0x09: output.append(UInt8(ascii: "t"))
         default:
-            output.append(contentsOf: "u00".utf8)
+            output.append("u00")
             output.append(hexDigits[Int(byte >> 4)])
             output.append(hexDigits[Int(byte & 0x0F)])
         }
@@ -105,9 +173,9 @@ enum JSONStringFormat {
 
 /// ECMAScript `Number::toString` for finite doubles, which is what `JSON.stringify` writes.
 enum JSONNumberFormat {
-    static func write(_ value: Double, to output: inout [UInt8]) {
+    static func write(_ value: Double, to output: inout JSONWriter) {
         guard value.isFinite else {
-            output.append(contentsOf: "null".utf8)
+            output.append("null")
             return
         }
         if value == 0 {
@@ -116,7 +184,7 @@ enum JSONNumberFormat {
         }
         let isIntegral = value.rounded(.towardZero) == value
         if isIntegral, abs(value) < 1e15 {
-            output.append(contentsOf: String(Int64(value)).utf8)
+            output.append(utf8Of: String(Int64(value)))
             return
         }
         // Swift's description has the shortest round-trip digits, as ECMAScript requires; where it writes them
@@ -124,7 +192,7 @@ enum JSONNumberFormat {
         // ECMAScript's too. Sensor values take this way.
         let description = value.description
         if !isIntegral, !description.utf8.contains(UInt8(ascii: "e")) {
-            output.append(contentsOf: description.utf8)
+            output.append(utf8Of: description)
             return
         }
         let (digits, pointPosition) = decimalDigits(of: abs(value))
@@ -132,27 +200,27 @@ enum JSONNumberFormat {
         let k = digits.count
         let n = pointPosition
         if k <= n && n <= 21 {
-            output.append(contentsOf: digits)
-            output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: n - k))
+            output.appendAll(digits)
+            output.appendAll(repeatElement(UInt8(ascii: "0"), count: n - k))
         } else if 0 < n && n <= 21 {
-            output.append(contentsOf: digits[0..<n])
+            output.appendAll(digits[0..<n])
             output.append(UInt8(ascii: "."))
-            output.append(contentsOf: digits[n...])
+            output.appendAll(digits[n...])
         } else if -6 < n && n <= 0 {
             output.append(UInt8(ascii: "0"))
             output.append(UInt8(ascii: "."))
-            output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: -n))
-            output.append(contentsOf: digits)
+            output.appendAll(repeatElement(UInt8(ascii: "0"), count: -n))
+            output.appendAll(digits)
         } else {
             output.append(digits[0])
             if k > 1 {
                 output.append(UInt8(ascii: "."))
-                output.append(contentsOf: digits[1...])
+                output.appendAll(digits[1...])
             }
             output.append(UInt8(ascii: "e"))
             let exponent = n - 1
             output.append(UInt8(ascii: exponent < 0 ? "-" : "+"))
-            output.append(contentsOf: String(abs(exponent)).utf8)
+            output.appendAll(String(abs(exponent)).utf8)
         }
     }
 

@@ -71,7 +71,7 @@ private func measure(_ options: BenchmarkOptions, bare: BareClients, agents: Age
 {
     let scenarios = options.scenarios
     // The bare clients carry the very bytes the agents put on the wire.
-    let pingPayload = agents.ping.payload.serializedBytes()
+    let pingPayload = agents.ping.serializedBytes()
     let valuePayload = IoValue.json(.number(21.5)).payload
     report.payloads = ["roundTrip": pingPayload.count, "value": valuePayload.count]
 

@@ -33,6 +33,24 @@ import Testing
         #expect(!object.contains(key: "absent"))
     }
 
+    /// `serializedBytes` writes into room for a typical value, and again into room of the counted size when that is
+    /// too little: the text is whole at every size around the first room's, escapes included.
+    @Test func textBeyondTheFirstRoomIsWrittenWhole() throws {
+        for length in [0, 1, 40, 55, 56, 57, 63, 64, 65, 200, 245, 256, 300, 5000] {
+            let text = String(repeating: "a", count: max(0, length - 3)) + (length >= 3 ? "\"\u{01}\n" : "")
+            let escaped = String(repeating: "a", count: max(0, length - 3)) + (length >= 3 ? "\\\"\\u0001\\n" : "")
+            let string = JSONValue.string(text)
+            #expect(string.serialized() == "\"\(escaped)\"")
+            #expect(string.serializedCount == escaped.utf8.count + 2)
+            let object: JSONObject = ["key": string, "list": [1.5, string, 1e21]]
+            let expected = #"{"key":"\#(escaped)","list":[1.5,"\#(escaped)",1e+21]}"#
+            #expect(object.serialized() == expected, "\(length)")
+            #expect(JSONValue.object(object).serialized() == expected, "\(length)")
+            #expect(object.serializedCount == expected.utf8.count)
+            #expect(try JSONValue(parsing: object.serializedBytes()) == .object(object))
+        }
+    }
+
     @Test func equalityIgnoresMemberOrder() {
         let a: JSONValue = ["a": 1, "b": [true, .null]]
         let b: JSONValue = ["b": [true, .null], "a": 1]

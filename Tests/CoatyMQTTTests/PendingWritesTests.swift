@@ -25,3 +25,26 @@ import Testing
         #expect(pending.removeAll() == [message(1), message(3), message(4)])
     }
 }
+
+extension PendingWritesTests {
+    /// Two publishers on two threads can note theirs in the other order than libmosquitto queued and writes them.
+    @Test func aWriteOfALaterNoteLeavesTheEarlierPending() {
+        var pending = PendingWrites()
+        for id in 1...3 { pending.append(Int32(id), message(id)) }
+        pending.written(2)
+        pending.written(1)
+        #expect(pending.removeAll() == [message(3)])
+    }
+
+    /// The steady state of a connection: each publication written soon after its note, thousands of them.
+    @Test func writtenPublicationsAreNotToldLater() {
+        var pending = PendingWrites()
+        for id in 1...10_000 {
+            pending.append(Int32(id), message(id))
+            if id % 3 == 0 {
+                for written in (id - 2)...id { pending.written(Int32(written)) }
+            }
+        }
+        #expect(pending.removeAll() == [message(10_000)])
+    }
+}

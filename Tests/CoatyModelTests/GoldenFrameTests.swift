@@ -14,6 +14,8 @@ import Testing
             }
             #expect(topic.description == frame.topic)
             #expect(event.payload.serialized() == frame.payload, "\(frame.topic)")
+            // What is published: the members written straight as text, without the `JSONObject`.
+            #expect(event.serializedBytes() == Array(frame.payload.utf8), "\(frame.topic)")
         }
     }
 
@@ -153,6 +155,58 @@ import Testing
         #expect(
             ReturnEvent(ReturnEvent.invalidParameters).payload.serialized()
                 == #"{"error":{"code":-32602,"message":"Invalid params"}}"#)
+    }
+
+    /// Each event adds its members once for both forms; the text published (written without the `JSONObject`) is
+    /// that of the object, for every kind of event and with every optional member present or absent.
+    @Test func publishedTextIsThatOfThePayloadObject() throws {
+        let object = CoatyObject(coreType: .coatyObject, objectType: "com.example.Item", objectId: "o1", name: "Item")
+        let privateData: JSONObject = ["note": "a \"quoted\" line\n", "n": 1.5]
+        let events: [CoatyEvent] = [
+            .advertise(AdvertiseEvent(object: object)),
+            .advertise(AdvertiseEvent(object: object, privateData: privateData)),
+            .deadvertise(DeadvertiseEvent(objectIds: ["a", "b"])),
+            .deadvertise(DeadvertiseEvent(objectIds: [])),
+            .channel(ChannelEvent(channelId: "c", content: .object(object))),
+            .channel(ChannelEvent(channelId: "c", content: .objects([object, object]), privateData: privateData)),
+            .associate(
+                AssociateEvent(
+                    ioContextName: "x", ioSourceId: "s", ioActorId: "a", associatingRoute: "r", updateRate: 100)),
+            .associate(
+                AssociateEvent(
+                    ioContextName: "x", ioSourceId: "s", ioActorId: "a", associatingRoute: nil, updateRate: nil)
+            ),
+            .discover(.objectId("o1")), .discover(.externalId("e", objectTypes: ["t"], coreTypes: [.ioNode])),
+            .discover(.coreTypes([.ioNode, .identity])),
+            .resolve(ResolveEvent(object: object)),
+            .resolve(ResolveEvent(object: object, relatedObjects: [object], privateData: privateData)),
+            .query(QueryEvent(coreTypes: [.task])),
+            .query(
+                QueryEvent(
+                    objectTypes: ["t"], objectFilter: ObjectFilter(take: 2),
+                    objectJoinConditions: .single(
+                        ObjectJoinCondition(localProperty: "parentObjectId", asProperty: "parent")))),
+            .retrieve(RetrieveEvent(objects: [])),
+            .retrieve(RetrieveEvent(objects: [object], privateData: privateData)),
+            .update(UpdateEvent(object: object)),
+            .complete(CompleteEvent(object: object, privateData: privateData)),
+            .call(CallEvent(operation: "op")),
+            .call(CallEvent(operation: "op", parameters: [1, "two"], filter: ContextFilter("floor", .between(6, 8)))),
+            .returnEvent(ReturnEvent(.result(.null))),
+            .returnEvent(ReturnEvent(ReturnEvent.invalidParameters, executionInfo: ["duration": 12])),
+        ]
+        for event in events {
+            #expect(event.serializedBytes() == JSONValue.object(event.payload).serializedBytes(), "\(event)")
+            #expect(event.serializedCount == event.serializedBytes().count)
+        }
+        #expect(CoatyEvent.call(CallEvent(operation: "op")).serialized() == "{}")
+        #expect(
+            CoatyEvent.advertise(AdvertiseEvent(object: object)).topicFilter == ("CoatyObject", ":com.example.Item"))
+        #expect(CoatyEvent.update(UpdateEvent(object: Identity(name: "i").object)).topicFilter == ("Identity", nil))
+        #expect(CoatyEvent.channel(ChannelEvent(channelId: "c", content: .objects([]))).topicFilter == ("c", nil))
+        #expect(CoatyEvent.discover(.objectId("o1")).topicFilter == (nil, nil))
+        #expect(
+            CoatyEvent.channel(ChannelEvent(channelId: "c", content: .objects([]))).serialized() == #"{"objects":[]}"#)
     }
 
     @Test func subscriptionFiltersAsCoatyJSSubscribes() {

@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// Any event of the Coaty protocol except IoValue and Raw, which carry bare values or bytes.
-package enum CoatyEvent: Sendable, Hashable {
+package enum CoatyEvent: Sendable, Hashable, CoatyEventPayload {
     case advertise(AdvertiseEvent)
     case deadvertise(DeadvertiseEvent)
     case channel(ChannelEvent)
@@ -32,33 +32,65 @@ package enum CoatyEvent: Sendable, Hashable {
         }
     }
 
-    public var payload: JSONObject {
+    public func addMembers(to payload: inout some JSONMembers) {
         switch self {
-        case .advertise(let event): event.payload
-        case .deadvertise(let event): event.payload
-        case .channel(let event): event.payload
-        case .associate(let event): event.payload
-        case .discover(let event): event.payload
-        case .resolve(let event): event.payload
-        case .query(let event): event.payload
-        case .retrieve(let event): event.payload
-        case .update(let event): event.payload
-        case .complete(let event): event.payload
-        case .call(let event): event.payload
-        case .returnEvent(let event): event.payload
+        case .advertise(let event): event.addMembers(to: &payload)
+        case .deadvertise(let event): event.addMembers(to: &payload)
+        case .channel(let event): event.addMembers(to: &payload)
+        case .associate(let event): event.addMembers(to: &payload)
+        case .discover(let event): event.addMembers(to: &payload)
+        case .resolve(let event): event.addMembers(to: &payload)
+        case .query(let event): event.addMembers(to: &payload)
+        case .retrieve(let event): event.addMembers(to: &payload)
+        case .update(let event): event.addMembers(to: &payload)
+        case .complete(let event): event.addMembers(to: &payload)
+        case .call(let event): event.addMembers(to: &payload)
+        case .returnEvent(let event): event.addMembers(to: &payload)
         }
     }
 
-    /// The filters of the event level this event is published under; Advertise and Update may have two.
-    public var topicFilters: [String?] {
+    /// The filter of the event level this event is published under (nil for events without one), and for an
+    /// Advertise or Update of an object whose type is not its core type's own the second filter it is published
+    /// under as well. Without an array: every event published asks for them.
+    public var topicFilter: (first: String?, second: String?) {
         switch self {
-        case .advertise(let event): event.topicFilters
-        case .update(let event): event.topicFilters
-        case .channel(let event): [event.channelId]
-        case .associate(let event): [event.ioContextName]
-        case .call(let event): [event.operation]
-        default: [nil]
+        case .advertise(let event):
+            let (coreType, objectType) = event.object.topicFilters
+            return (coreType, objectType)
+        case .update(let event):
+            let (coreType, objectType) = event.object.topicFilters
+            return (coreType, objectType)
+        case .channel(let event): return (event.channelId, nil)
+        case .associate(let event): return (event.ioContextName, nil)
+        case .call(let event): return (event.operation, nil)
+        default: return (nil, nil)
         }
+    }
+
+    /// The filters of `topicFilter` that there are; Advertise and Update may have two.
+    public var topicFilters: [String?] {
+        let (first, second) = topicFilter
+        return second.map { [first, $0] } ?? [first]
+    }
+}
+
+/// An event's payload: a JSON object of a fixed shape, whose members the event adds in the order Coaty JS writes them,
+/// once for both forms, the `JSONObject` and (for publishing) its text written straight into bytes.
+public protocol CoatyEventPayload: JSONSerializable {
+    func addMembers(to payload: inout some JSONMembers)
+}
+
+extension CoatyEventPayload {
+    public var payload: JSONObject {
+        var json = JSONObject()
+        addMembers(to: &json)
+        return json
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        var members = JSONMemberWriter(writer)
+        addMembers(to: &members)
+        writer = members.finish()
     }
 }
 

@@ -232,34 +232,10 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
             sourceId: String(decoding: sourceLevel, as: UTF8.self), correlationId: correlationId, version: version)
     }
 
-    /// The topic name to publish on. Written into a string of the final size at once: this runs for every
-    /// published event, and appending level by level cost more than the rest of the topic handling.
+    /// The topic name to publish on.
     public var description: String {
-        let versionText = version == Self.protocolVersion ? "3" : String(version)
-        let eventLevel = eventType.rawValue
-        var length =
-            Self.protocolName.utf8.count + versionText.utf8.count + namespace.utf8.count + eventLevel.utf8.count
-        length += sourceId.utf8.count + 4
-        if let filter { length += filter.utf8.count + 1 }
-        if let correlationId { length += correlationId.utf8.count + 1 }
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var position = 0
-            func write(_ part: String, after separator: UInt8?) {
-                if let separator {
-                    buffer[position] = separator
-                    position += 1
-                }
-                position = buffer[position...].initialize(fromContentsOf: part.utf8)
-            }
-            write(Self.protocolName, after: nil)
-            write(versionText, after: UInt8(ascii: "/"))
-            write(namespace, after: UInt8(ascii: "/"))
-            write(eventLevel, after: UInt8(ascii: "/"))
-            if let filter { write(filter, after: UInt8(ascii: ":")) }
-            write(sourceId, after: UInt8(ascii: "/"))
-            if let correlationId { write(correlationId, after: UInt8(ascii: "/")) }
-            return position
-        }
+        EventTopics(namespace: namespace, sourceId: sourceId, version: version).topic(
+            eventType, filter: filter, correlationId: correlationId)
     }
 
     /// The subscription filter for events of a kind: `+` for the source, for the correlation id of requests, and
@@ -277,6 +253,55 @@ public struct CoatyTopic: Sendable, Hashable, CustomStringConvertible {
     /// The IoValue route a router creates for a source: `coaty/3/<routerNamespace>/IOV/<sourceId>`.
     public static func ioValueRoute(namespace: String, sourceId: String) -> String {
         "\(protocolName)/\(protocolVersion)/\(namespace)/\(CoatyEventType.ioValue.rawValue)/\(sourceId)"
+    }
+}
+
+/// The topics one agent publishes its events on: the levels before and after the event level are the same for all
+/// of them, so they are put together once, and each topic is written into a string of its final size at once (this
+/// runs for every event published; appending level by level cost more than the rest of the topic handling).
+public struct EventTopics: Sendable {
+    /// `coaty/<version>/<namespace>/`
+    private let head: String
+    /// `/<sourceId>`
+    private let sourceLevel: String
+
+    public init(namespace: String, sourceId: String, version: Int = CoatyTopic.protocolVersion) {
+        head = "\(CoatyTopic.protocolName)/\(version)/\(namespace)/"
+        sourceLevel = "/" + sourceId
+    }
+
+    public func topic(_ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil) -> String {
+        let eventLevel = eventType.rawValue
+        var length = head.utf8.count + eventLevel.utf8.count + sourceLevel.utf8.count
+        if let filter { length += filter.utf8.count + 1 }
+        if let correlationId { length += correlationId.utf8.count + 1 }
+        // Pointers rather than a nested function that advances a captured position: each access to that was
+        // checked for exclusivity at run time.
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            guard let start = buffer.baseAddress else { return 0 }
+            var end = Self.copy(head, to: start)
+            end = Self.copy(eventLevel, to: end)
+            if let filter {
+                end.initialize(to: UInt8(ascii: ":"))
+                end = Self.copy(filter, to: end + 1)
+            }
+            end = Self.copy(sourceLevel, to: end)
+            if let correlationId {
+                end.initialize(to: UInt8(ascii: "/"))
+                end = Self.copy(correlationId, to: end + 1)
+            }
+            return end - start
+        }
+    }
+
+    /// Copies the UTF-8 of `part` to `target` and returns the end of the copy.
+    private static func copy(_ part: String, to target: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        var part = part
+        return part.withUTF8 { bytes in
+            guard let source = bytes.baseAddress else { return target }
+            target.initialize(from: source, count: bytes.count)
+            return target + bytes.count
+        }
     }
 }
 

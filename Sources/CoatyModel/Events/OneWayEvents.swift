@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// `{"object": <object>, "privateData"?: {...}}`
-public struct AdvertiseEvent: Sendable, Hashable {
+public struct AdvertiseEvent: Sendable, Hashable, CoatyEventPayload {
     public var object: CoatyObject
     public var privateData: JSONObject?
 
@@ -17,23 +17,21 @@ public struct AdvertiseEvent: Sendable, Hashable {
         privateData = try root.optional("privateData")?.object()
     }
 
-    public var payload: JSONObject {
-        var json: JSONObject = ["object": object.jsonValue]
-        json.set("privateData", ifPresent: privateData.map(JSONValue.object))
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("object", object.jsonValue)
+        payload.add("privateData", ifPresent: privateData.map(JSONValue.object))
     }
 
     /// The topic filters the event is published under: always the core type, and the object type as well when it
     /// is not the core object type.
     public var topicFilters: [String] {
-        var filters = [object.coreType.rawValue]
-        if object.objectType != object.coreType.objectType { filters.append(":" + object.objectType) }
-        return filters
+        let (coreType, objectType) = object.topicFilters
+        return objectType.map { [coreType, $0] } ?? [coreType]
     }
 }
 
 /// `{"objectIds": [...]}`
-public struct DeadvertiseEvent: Sendable, Hashable {
+public struct DeadvertiseEvent: Sendable, Hashable, CoatyEventPayload {
     public var objectIds: [String]
 
     public init(objectIds: [String]) {
@@ -46,13 +44,13 @@ public struct DeadvertiseEvent: Sendable, Hashable {
         }
     }
 
-    public var payload: JSONObject {
-        ["objectIds": .array(objectIds.map(JSONValue.string))]
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("objectIds", .array(objectIds.map(JSONValue.string)))
     }
 }
 
 /// `{"object": <object>}` or `{"objects": [...]}`, never both, with optional `privateData`.
-public struct ChannelEvent: Sendable, Hashable {
+public struct ChannelEvent: Sendable, Hashable, CoatyEventPayload {
     public enum Content: Sendable, Hashable {
         case object(CoatyObject)
         case objects([CoatyObject])
@@ -94,21 +92,19 @@ public struct ChannelEvent: Sendable, Hashable {
         }
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
+    public func addMembers(to payload: inout some JSONMembers) {
         switch content {
-        case .object(let object): json["object"] = object.jsonValue
-        case .objects(let objects): json["objects"] = .array(objects.map(\.jsonValue))
+        case .object(let object): payload.add("object", object.jsonValue)
+        case .objects(let objects): payload.add("objects", .array(objects.map(\.jsonValue)))
         }
-        json.set("privateData", ifPresent: privateData.map(JSONValue.object))
-        return json
+        payload.add("privateData", ifPresent: privateData.map(JSONValue.object))
     }
 }
 
 /// A router's instruction to associate (route present) or disassociate (route absent) an IO source and actor.
 /// `{"ioSourceId", "ioActorId", "associatingRoute"?, "updateRate"?}`. Coaty JS never sends `isExternalRoute`,
 /// so it is not part of the wire form; receivers treat it as false.
-public struct AssociateEvent: Sendable, Hashable {
+public struct AssociateEvent: Sendable, Hashable, CoatyEventPayload {
     public var ioContextName: String
     public var ioSourceId: String
     public var ioActorId: String
@@ -147,10 +143,10 @@ public struct AssociateEvent: Sendable, Hashable {
 
     public var isAssociation: Bool { associatingRoute != nil }
 
-    public var payload: JSONObject {
-        var json: JSONObject = ["ioSourceId": .string(ioSourceId), "ioActorId": .string(ioActorId)]
-        json.set("associatingRoute", ifPresent: associatingRoute.map(JSONValue.string))
-        json.set("updateRate", ifPresent: updateRate.map(JSONValue.number))
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("ioSourceId", .string(ioSourceId))
+        payload.add("ioActorId", .string(ioActorId))
+        payload.add("associatingRoute", ifPresent: associatingRoute.map(JSONValue.string))
+        payload.add("updateRate", ifPresent: updateRate.map(JSONValue.number))
     }
 }

@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// `{"objectTypes"|"coreTypes": [...], "objectFilter"?, "objectJoinConditions"?}` with exactly one type list.
-public struct QueryEvent: Sendable, Hashable {
+public struct QueryEvent: Sendable, Hashable, CoatyEventPayload {
     public private(set) var objectTypes: [String]?
     public private(set) var coreTypes: [CoreType]?
     public var objectFilter: ObjectFilter?
@@ -51,21 +51,19 @@ public struct QueryEvent: Sendable, Hashable {
         }
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
-        json.set("objectTypes", ifPresent: objectTypes.map { .array($0.map(JSONValue.string)) })
-        json.set("coreTypes", ifPresent: coreTypes.map { .array($0.map { .string($0.rawValue) }) })
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("objectTypes", ifPresent: objectTypes.map { .array($0.map(JSONValue.string)) })
+        payload.add("coreTypes", ifPresent: coreTypes.map { .array($0.map { .string($0.rawValue) }) })
         // Always sent, `{}` when there is none: Coaty JS 2.4.1 reads `objectFilter.skip` unguarded while
         // validating a Query, so it drops (and cannot publish) a Query without one.
-        json["objectFilter"] = .object((objectFilter ?? ObjectFilter()).json)
-        json.set("objectJoinConditions", ifPresent: objectJoinConditions?.json)
-        return json
+        payload.add("objectFilter", .object((objectFilter ?? ObjectFilter()).json))
+        payload.add("objectJoinConditions", ifPresent: objectJoinConditions?.json)
     }
 }
 
 /// A remote operation call: `{"parameters"?: [...] | {...}, "filter"?: ContextFilter}`; the operation name is
 /// in the topic.
-public struct CallEvent: Sendable, Hashable {
+public struct CallEvent: Sendable, Hashable, CoatyEventPayload {
     public var operation: String
     public var parameters: JSONValue?
     public var filter: ContextFilter?
@@ -102,10 +100,8 @@ public struct CallEvent: Sendable, Hashable {
         ObjectMatcher.matchesCall(filter: filter, context: context)
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
-        json.set("parameters", ifPresent: parameters)
-        json.set("filter", ifPresent: filter.map { .object($0.json) })
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("parameters", ifPresent: parameters)
+        payload.add("filter", ifPresent: filter.map { .object($0.json) })
     }
 }

@@ -1,7 +1,7 @@
 import CoatyJSON
 
 /// What a Discover asks for; exactly the forms Coaty JS accepts.
-public struct DiscoverEvent: Sendable, Hashable {
+public struct DiscoverEvent: Sendable, Hashable, CoatyEventPayload {
     public private(set) var externalId: String?
     public private(set) var objectId: String?
     public private(set) var objectTypes: [String]?
@@ -75,18 +75,16 @@ public struct DiscoverEvent: Sendable, Hashable {
         return matches(object)
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
-        json.set("externalId", ifPresent: externalId.map(JSONValue.string))
-        json.set("objectId", ifPresent: objectId.map(JSONValue.string))
-        json.set("objectTypes", ifPresent: objectTypes.map { .array($0.map(JSONValue.string)) })
-        json.set("coreTypes", ifPresent: coreTypes.map { .array($0.map { .string($0.rawValue) }) })
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("externalId", ifPresent: externalId.map(JSONValue.string))
+        payload.add("objectId", ifPresent: objectId.map(JSONValue.string))
+        payload.add("objectTypes", ifPresent: objectTypes.map { .array($0.map(JSONValue.string)) })
+        payload.add("coreTypes", ifPresent: coreTypes.map { .array($0.map { .string($0.rawValue) }) })
     }
 }
 
 /// `{"object"?, "relatedObjects"?, "privateData"?}` with at least one of the first two.
-public struct ResolveEvent: Sendable, Hashable {
+public struct ResolveEvent: Sendable, Hashable, CoatyEventPayload {
     public var object: CoatyObject?
     public var relatedObjects: [CoatyObject]?
     public var privateData: JSONObject?
@@ -114,17 +112,15 @@ public struct ResolveEvent: Sendable, Hashable {
         privateData = try root.optional("privateData")?.object()
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
-        json.set("object", ifPresent: object?.jsonValue)
-        json.set("relatedObjects", ifPresent: relatedObjects.map { .array($0.map(\.jsonValue)) })
-        json.set("privateData", ifPresent: privateData.map(JSONValue.object))
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("object", ifPresent: object?.jsonValue)
+        payload.add("relatedObjects", ifPresent: relatedObjects.map { .array($0.map(\.jsonValue)) })
+        payload.add("privateData", ifPresent: privateData.map(JSONValue.object))
     }
 }
 
 /// `{"object": <the whole changed object>}`; Coaty 2 has no partial updates.
-public struct UpdateEvent: Sendable, Hashable {
+public struct UpdateEvent: Sendable, Hashable, CoatyEventPayload {
     public var object: CoatyObject
 
     public init(object: CoatyObject) {
@@ -136,13 +132,14 @@ public struct UpdateEvent: Sendable, Hashable {
         self.object = try CoatyObject(validating: object)
     }
 
-    public var payload: JSONObject { ["object": object.jsonValue] }
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("object", object.jsonValue)
+    }
 
     /// Like Advertise: the core type, and the object type when it differs from the core object type.
     public var topicFilters: [String] {
-        var filters = [object.coreType.rawValue]
-        if object.objectType != object.coreType.objectType { filters.append(":" + object.objectType) }
-        return filters
+        let (coreType, objectType) = object.topicFilters
+        return objectType.map { [coreType, $0] } ?? [coreType]
     }
 
     /// A Complete answers an Update only with the same object id.
@@ -152,7 +149,7 @@ public struct UpdateEvent: Sendable, Hashable {
 }
 
 /// `{"object": <object>, "privateData"?}`
-public struct CompleteEvent: Sendable, Hashable {
+public struct CompleteEvent: Sendable, Hashable, CoatyEventPayload {
     public var object: CoatyObject
     public var privateData: JSONObject?
 
@@ -168,15 +165,14 @@ public struct CompleteEvent: Sendable, Hashable {
         privateData = try root.optional("privateData")?.object()
     }
 
-    public var payload: JSONObject {
-        var json: JSONObject = ["object": object.jsonValue]
-        json.set("privateData", ifPresent: privateData.map(JSONValue.object))
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("object", object.jsonValue)
+        payload.add("privateData", ifPresent: privateData.map(JSONValue.object))
     }
 }
 
 /// `{"objects": [...], "privateData"?}`; the array may be empty.
-public struct RetrieveEvent: Sendable, Hashable {
+public struct RetrieveEvent: Sendable, Hashable, CoatyEventPayload {
     public var objects: [CoatyObject]
     public var privateData: JSONObject?
 
@@ -193,15 +189,14 @@ public struct RetrieveEvent: Sendable, Hashable {
         privateData = try root.optional("privateData")?.object()
     }
 
-    public var payload: JSONObject {
-        var json: JSONObject = ["objects": .array(objects.map(\.jsonValue))]
-        json.set("privateData", ifPresent: privateData.map(JSONValue.object))
-        return json
+    public func addMembers(to payload: inout some JSONMembers) {
+        payload.add("objects", .array(objects.map(\.jsonValue)))
+        payload.add("privateData", ifPresent: privateData.map(JSONValue.object))
     }
 }
 
 /// The answer to a Call: a result (any JSON, `null` included) or an error, with optional execution info.
-public struct ReturnEvent: Sendable, Hashable {
+public struct ReturnEvent: Sendable, Hashable, CoatyEventPayload {
     public enum Outcome: Sendable, Hashable {
         case result(JSONValue)
         case error(code: Int, message: String)
@@ -235,16 +230,14 @@ public struct ReturnEvent: Sendable, Hashable {
         executionInfo = try root.optional("executionInfo")?.value
     }
 
-    public var payload: JSONObject {
-        var json = JSONObject()
+    public func addMembers(to payload: inout some JSONMembers) {
         switch outcome {
         case .result(let result):
-            json["result"] = result
+            payload.add("result", result)
         case .error(let code, let message):
-            json["error"] = ["code": .number(Double(code)), "message": .string(message)]
+            payload.add("error", ["code": .number(Double(code)), "message": .string(message)])
         }
-        json.set("executionInfo", ifPresent: executionInfo)
-        return json
+        payload.add("executionInfo", ifPresent: executionInfo)
     }
 }
 

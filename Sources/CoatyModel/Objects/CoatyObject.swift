@@ -93,6 +93,14 @@ public struct CoatyObject: Sendable, Hashable {
     }
 
     public var jsonValue: JSONValue { .object(json) }
+
+    /// The filters an Advertise or Update of this object is published under: always the core type, and the object
+    /// type as well when it is not the core object type.
+    var topicFilters: (coreType: String, objectType: String?) {
+        let coreType = coreType
+        let objectType = objectType
+        return (coreType.rawValue, objectType == coreType.objectType ? nil : ":" + objectType)
+    }
 }
 
 extension CoatyObject: CustomStringConvertible {
