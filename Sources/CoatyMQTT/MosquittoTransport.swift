@@ -261,15 +261,17 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public func subscribe(_ topicFilters: [String]) throws(MQTTError) {
         for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            var added = Set<String>()
-            let new = topicFilters.filter { !state.subscriptions.contains($0) && added.insert($0).inserted }
-            guard !new.isEmpty else { return }
-            if state.connected {
-                let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+            // One lookup per filter: a requester's response topics come and go here 16 at a time.
+            let new = state.subscriptions.insert(topicFilters)
+            guard !new.isEmpty, state.connected else { return }
+            let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+            do throws(MQTTError) {
                 try checkSubscriptionChange(rc)
-                state.executor?.wakeIfSleeping()
+            } catch {
+                state.subscriptions.remove(new)
+                throw error
             }
-            state.subscriptions.add(new)
+            state.executor?.wakeIfSleeping()
         }
     }
 
@@ -281,15 +283,17 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public func unsubscribe(_ topicFilters: [String]) throws(MQTTError) {
         for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            var removed = Set<String>()
-            let gone = topicFilters.filter { state.subscriptions.contains($0) && removed.insert($0).inserted }
-            guard !gone.isEmpty else { return }
-            if state.connected {
-                let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+            // Each filter was inserted once, so `remove` takes it out of the list at once.
+            let gone = state.subscriptions.remove(topicFilters)
+            guard !gone.isEmpty, state.connected else { return }
+            let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+            do throws(MQTTError) {
                 try checkSubscriptionChange(rc)
-                state.executor?.wakeIfSleeping()
+            } catch {
+                state.subscriptions.insert(gone)
+                throw error
             }
-            state.subscriptions.remove(gone)
+            state.executor?.wakeIfSleeping()
         }
     }
 
