@@ -355,22 +355,22 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         guard !topic.utf8.contains(where: { $0 == .plus || $0 == .hash }) else { throw .invalidTopic(topic) }
     }
 
-    /// Wildcards only as whole levels, `#` only as the last. One pass over the bytes, without splitting the filter
-    /// into levels: a request's response topics are checked here, a batch at a time.
+    /// Wildcards only as whole levels, `#` only as the last. One pass over the bytes in place, without splitting the
+    /// filter into levels or iterating its UTF-8 view (which cost as much as the rest of the check): a request's
+    /// response topics are checked here, a batch at a time.
     static func checkTopicFilter(_ filter: String) throws(MQTTError) {
         try checkTopicText(filter)
-        var bytes = filter.utf8.makeIterator()
-        var previous = UInt8.slash
-        var current = bytes.next()
-        while let byte = current {
-            let next = bytes.next()
-            if byte == .plus || byte == .hash {
+        var text = filter
+        let isValid = text.withUTF8 { bytes in
+            for index in bytes.indices where bytes[index] == .plus || bytes[index] == .hash {
+                let previous = index == 0 ? UInt8.slash : bytes[index - 1]
+                let next = index + 1 < bytes.count ? bytes[index + 1] : nil
                 let isWholeLevel = previous == .slash && (next == nil || next == .slash)
-                guard isWholeLevel, byte == .plus || next == nil else { throw .invalidTopic(filter) }
+                guard isWholeLevel, bytes[index] == .plus || next == nil else { return false }
             }
-            previous = byte
-            current = next
+            return true
         }
+        guard isValid else { throw .invalidTopic(filter) }
     }
 
     /// Length and characters as libmosquitto and the broker check them: no NUL, control characters or noncharacters.
