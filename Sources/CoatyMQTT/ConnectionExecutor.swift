@@ -63,21 +63,23 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
     }
 
     /// Runs the jobs queued now; those they enqueue wait for the next call, so that the thread keeps serving the
-    /// connection.
-    func runJobs() {
-        let jobs = state.withLock { state in
-            defer { state.jobs.removeAll(keepingCapacity: true) }
-            return state.jobs
+    /// connection. `running` is the thread's own buffer, empty between calls: the queue and it swap storage, so
+    /// that a turn with jobs allocates nothing (taking a copy of the queue and emptying it allocated a new array
+    /// on every turn that had a job: every message an awaiting task takes).
+    func runJobs(using running: inout [UnownedJob]) {
+        state.withLock { swap(&$0.jobs, &running) }
+        guard !running.isEmpty else { return }
+        let executor = asUnownedTaskExecutor()
+        for job in running {
+            job.runSynchronously(on: executor)
         }
-        for job in jobs {
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        running.removeAll(keepingCapacity: true)
     }
 
     /// Called before the thread blocks: whether it may sleep (no job to run), then marked sleeping, so that from
     /// then on `enqueue` and `wakeIfSleeping` wake it; and `hasOtherWork`, asked under the same lock. A caller that
     /// queues other work for the thread (a publication) calls `wakeIfSleeping` afterwards, so the work is either
-    /// seen here or wakes the thread.
+    /// seen here or wakes the thread. Only when it may sleep must the thread call `didWake` afterwards.
     func prepareToSleep(hasOtherWork: () -> Bool) -> (canSleep: Bool, hasOtherWork: Bool) {
         state.withLock { state in
             state.isSleeping = state.jobs.isEmpty

@@ -261,15 +261,17 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public func subscribe(_ topicFilters: [String]) throws(MQTTError) {
         for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            var added = Set<String>()
-            let new = topicFilters.filter { !state.subscriptions.contains($0) && added.insert($0).inserted }
-            guard !new.isEmpty else { return }
-            if state.connected {
-                let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+            // One lookup per filter: a requester's response topics come and go here 16 at a time.
+            let new = state.subscriptions.insert(topicFilters)
+            guard !new.isEmpty, state.connected else { return }
+            let rc = withCStrings(new) { mosquitto_subscribe_multiple(handle, nil, $0, $1, 0, 0, nil) }
+            do throws(MQTTError) {
                 try checkSubscriptionChange(rc)
-                state.executor?.wakeIfSleeping()
+            } catch {
+                state.subscriptions.remove(new)
+                throw error
             }
-            state.subscriptions.add(new)
+            state.executor?.wakeIfSleeping()
         }
     }
 
@@ -281,15 +283,17 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     public func unsubscribe(_ topicFilters: [String]) throws(MQTTError) {
         for filter in topicFilters { try Self.checkTopicFilter(filter) }
         try state.withLock { (state) throws(MQTTError) in
-            var removed = Set<String>()
-            let gone = topicFilters.filter { state.subscriptions.contains($0) && removed.insert($0).inserted }
-            guard !gone.isEmpty else { return }
-            if state.connected {
-                let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+            // Each filter was inserted once, so `remove` takes it out of the list at once.
+            let gone = state.subscriptions.remove(topicFilters)
+            guard !gone.isEmpty, state.connected else { return }
+            let rc = withCStrings(gone) { mosquitto_unsubscribe_multiple(handle, nil, $0, $1, nil) }
+            do throws(MQTTError) {
                 try checkSubscriptionChange(rc)
-                state.executor?.wakeIfSleeping()
+            } catch {
+                state.subscriptions.insert(gone)
+                throw error
             }
-            state.subscriptions.remove(gone)
+            state.executor?.wakeIfSleeping()
         }
     }
 
@@ -351,22 +355,22 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         guard !topic.utf8.contains(where: { $0 == .plus || $0 == .hash }) else { throw .invalidTopic(topic) }
     }
 
-    /// Wildcards only as whole levels, `#` only as the last. One pass over the bytes, without splitting the filter
-    /// into levels: a request's response topics are checked here, a batch at a time.
+    /// Wildcards only as whole levels, `#` only as the last. One pass over the bytes in place, without splitting the
+    /// filter into levels or iterating its UTF-8 view (which cost as much as the rest of the check): a request's
+    /// response topics are checked here, a batch at a time.
     static func checkTopicFilter(_ filter: String) throws(MQTTError) {
         try checkTopicText(filter)
-        var bytes = filter.utf8.makeIterator()
-        var previous = UInt8.slash
-        var current = bytes.next()
-        while let byte = current {
-            let next = bytes.next()
-            if byte == .plus || byte == .hash {
+        var text = filter
+        let isValid = text.withUTF8 { bytes in
+            for index in bytes.indices where bytes[index] == .plus || bytes[index] == .hash {
+                let previous = index == 0 ? UInt8.slash : bytes[index - 1]
+                let next = index + 1 < bytes.count ? bytes[index + 1] : nil
                 let isWholeLevel = previous == .slash && (next == nil || next == .slash)
-                guard isWholeLevel, byte == .plus || next == nil else { throw .invalidTopic(filter) }
+                guard isWholeLevel, bytes[index] == .plus || next == nil else { return false }
             }
-            previous = byte
-            current = next
+            return true
         }
+        guard isValid else { throw .invalidTopic(filter) }
     }
 
     /// Length and characters as libmosquitto and the broker check them: no NUL, control characters or noncharacters.
@@ -426,9 +430,10 @@ private final class NetworkSession {
             let delay = policy.delay(beforeAttempt: attempt)
             transport.events.yield(.reconnecting(attempt: attempt, delay: delay))
             let deadline = ContinuousClock.now + delay
+            var runningJobs: [UnownedJob] = []
             while !isStopping, ContinuousClock.now < deadline {
-                executor.runJobs()
-                _ = waitForWork(on: nil, until: deadline)
+                executor.runJobs(using: &runningJobs)
+                _ = waitForWork(on: nil, timeout: Self.milliseconds(until: deadline))
             }
         }
         // Jobs that arrive from now on run elsewhere; the transport stays usable for `disconnect`.
@@ -514,21 +519,29 @@ private final class NetworkSession {
     private func serve() -> Int32 {
         let handle = transport.handle
         // Often enough for libmosquitto to ping before the broker's limit of 1.5 keepalive periods.
-        let keepAliveCheck = options.keepAlive / 4
+        let keepAliveCheck = Self.milliseconds(of: options.keepAlive / 4)
+        var nextKeepAliveCheck = Self.coarseMilliseconds() + keepAliveCheck
+        // `disconnect` sets the stop mode before it wakes the thread, so it is looked at only after a wake-up.
+        var isWoken = true
+        // A local, not a property: passed inout, a property's access would be checked at run time on every turn.
+        var runningJobs: [UnownedJob] = []
         var rc = MOSQ_ERR_SUCCESS.rawValue
         while rc == MOSQ_ERR_SUCCESS.rawValue {
-            if transport.state.withLock({ $0.stopMode == .clean }) { return rc }
+            if isWoken, transport.state.withLock({ $0.stopMode == .clean }) { return rc }
             let socket = mosquitto_socket(handle)
             guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
-            executor.runJobs()
+            executor.runJobs(using: &runningJobs)
             // What the jobs and the last callbacks published goes out before the thread waits.
             if accepted && mosquitto_want_write(handle) {
                 rc = mosquitto_loop_write(handle, 1)
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
             // Packets left in the read buffer are read at once: poll() sees only the socket.
-            let wait = coaty_read_buffer_pending() > 0 ? .zero : keepAliveCheck
-            let ready = waitForWork(on: socket, until: ContinuousClock.now + wait)
+            let timeout =
+                coaty_read_buffer_pending() > 0
+                ? 0 : Int32(clamping: max(0, nextKeepAliveCheck - Self.coarseMilliseconds()) + 1)
+            let ready: Int16
+            (ready, isWoken) = waitForWork(on: socket, timeout: timeout)
             if !accepted && options.tls != nil {
                 rc = mosquitto_loop(handle, 0, 1)
                 if rc == MOSQ_ERR_INVAL.rawValue && socket >= FD_SETSIZE {
@@ -539,7 +552,13 @@ private final class NetworkSession {
             }
             rc = readAndWrite(ready)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
-            rc = mosquitto_loop_misc(handle)
+            // libmosquitto's keepalive check (a ping when due; the end of a connection whose broker does not answer
+            // it) takes a lock of libmosquitto's and reads the clock: once per `keepAliveCheck`, not every turn.
+            let now = Self.coarseMilliseconds()
+            if now >= nextKeepAliveCheck {
+                rc = mosquitto_loop_misc(handle)
+                nextKeepAliveCheck = now + keepAliveCheck
+            }
         }
         return rc
     }
@@ -567,31 +586,48 @@ private final class NetworkSession {
     }
 
     /// Waits until `socket` is readable (or writable, while libmosquitto has packets queued), the wake event fires
-    /// or `deadline` passes; does not block when jobs were queued meanwhile. Returns the socket's ready events.
-    private func waitForWork(on socket: Int32?, until deadline: ContinuousClock.Instant) -> Int16 {
+    /// or `timeout` milliseconds pass; does not block when jobs were queued meanwhile. Returns the socket's ready
+    /// events, and whether the wake event fired.
+    private func waitForWork(on socket: Int32?, timeout: Int32) -> (ready: Int16, isWoken: Bool) {
         let handle = transport.handle
         // A packet queued from now on wakes the thread, or is written by the thread that queued it.
         let (canSleep, wantsWrite) = executor.prepareToSleep { socket != nil && mosquitto_want_write(handle) }
         let writeEvent = wantsWrite ? Int16(POLLOUT) : 0
-        var descriptors = [
+        // A tuple, not an array: its two elements lie side by side on the stack, and a turn allocates nothing.
+        var descriptors = (
             pollfd(fd: transport.wakeEvent, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: socket ?? -1, events: Int16(POLLIN) | writeEvent, revents: 0),
-        ]
-        let timeout = canSleep ? Self.milliseconds(until: deadline) : 0
-        let count = poll(&descriptors, socket == nil ? 1 : 2, timeout)
-        executor.didWake()
-        guard count > 0 else { return 0 }
-        if descriptors[0].revents != 0 {
+            pollfd(fd: socket ?? -1, events: Int16(POLLIN) | writeEvent, revents: 0)
+        )
+        let count = withUnsafeMutableBytes(of: &descriptors) { bytes in
+            poll(bytes.bindMemory(to: pollfd.self).baseAddress, socket == nil ? 1 : 2, canSleep ? timeout : 0)
+        }
+        if canSleep { executor.didWake() }
+        guard count > 0 else { return (0, false) }
+        let isWoken = descriptors.0.revents != 0
+        if isWoken {
             var counter: UInt64 = 0
             _ = read(transport.wakeEvent, &counter, MemoryLayout<UInt64>.size)
         }
-        return socket == nil ? 0 : descriptors[1].revents
+        return (socket == nil ? 0 : descriptors.1.revents, isWoken)
     }
 
     private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
-        let (seconds, attoseconds) = (deadline - .now).components
+        Int32(clamping: milliseconds(of: deadline - .now) + 1)
+    }
+
+    /// Whole milliseconds of `duration`, rounded down; at least 0.
+    private static func milliseconds(of duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
         guard seconds >= 0 else { return 0 }
-        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// `CLOCK_MONOTONIC_COARSE` in milliseconds: read without a system call and at a few milliseconds' resolution,
+    /// enough for the keepalive's seconds.
+    private static func coarseMilliseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
     }
 
     /// Sends everything queued, then DISCONNECT, on this thread.

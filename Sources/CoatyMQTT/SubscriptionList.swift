@@ -1,6 +1,6 @@
 /// Topic filters in the order they were first added, each with the number of adds not yet taken back: the filters
-/// a transport renews after every reconnect, and a communication manager's, which counts the observers needing
-/// each. Membership is a dictionary lookup and removing one is O(1), since filters come and go one by one (a
+/// a transport renews after every reconnect (each inserted once), and a communication manager's, which counts the
+/// observers needing each. Membership is a dictionary lookup and removing one is O(1), since filters come and go one by one (a
 /// response subscription per pending request, an `observe` of a large fleet giving up its exact topics); the order
 /// is needed only to renew them.
 package struct SubscriptionList: Sequence {
@@ -24,6 +24,28 @@ package struct SubscriptionList: Sequence {
             }
         }
         return new
+    }
+
+    /// Adds the filters not in the list yet, each with a count of one, and leaves the others as they are: a
+    /// transport's subscriptions, where a filter is subscribed or not; `remove` then takes each out at once. Returns
+    /// those added, in the order given, once each. One lookup per filter.
+    @discardableResult
+    package mutating func insert(_ filters: [String]) -> [String] {
+        var new: [String] = []
+        for filter in filters {
+            if Self.countFirstAdd(&members[filter, default: (0, nextOrder)]) {
+                nextOrder += 1
+                new.append(filter)
+            }
+        }
+        return new
+    }
+
+    /// Counts the first add of a member only; true if it is new.
+    private static func countFirstAdd(_ member: inout (count: Int, order: Int)) -> Bool {
+        guard member.count == 0 else { return false }
+        member.count = 1
+        return true
     }
 
     /// Counts one more add of a member; true if it is new.

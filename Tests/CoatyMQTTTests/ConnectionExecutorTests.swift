@@ -134,6 +134,32 @@ import Testing
         try await sender.disconnect()
     }
 
+    /// The keepalive check runs on a loop that never waits out its poll, too: a task on the executor wakes the
+    /// thread every 10 ms and publishes, and the connection receives nothing, so libmosquitto must ping once a
+    /// keepalive period has passed without a packet from the broker.
+    @Test func aBusyConnectionPingsToo() async throws {
+        let broker = try await TestBroker.started()
+        let connection = try await Connection(broker, clientId: "busy") { $0.keepAlive = .seconds(5) }
+        let events = Mutex<[MQTTConnectionEvent]>([])
+        let watcher = Task { [transport = connection.transport] in
+            for await event in transport.connectionEvents { events.withLock { $0.append(event) } }
+        }
+        let publisher = Task(executorPreference: connection.executor) {
+            var index = 0
+            while !Task.isCancelled {
+                try? connection.transport.publish(MQTTMessage(topic: "busy/\(index % 10)", payload: [1]))
+                index += 1
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await broker.waitForLog(containing: "Received PINGREQ from busy", timeout: .seconds(15))
+        publisher.cancel()
+        await publisher.value
+        #expect(events.withLock { $0 }.isEmpty)
+        await connection.transport.disconnect(.clean)
+        watcher.cancel()
+    }
+
     @Test func aSecondTransportOnABusyExecutorRunsWithoutIt() async throws {
         let broker = try await TestBroker.started()
         let first = try await Connection(broker, clientId: "first")

@@ -22,6 +22,19 @@ import Testing
         #expect(Array(list) == ["a", "c"])
     }
 
+    /// A transport's list: a filter inserted again stays counted once, so one remove takes it out.
+    @Test func insertsEachFilterOnce() {
+        var list = SubscriptionList()
+        #expect(list.insert(["c", "a", "c"]) == ["c", "a"])
+        #expect(list.insert(["b", "a"]) == ["b"])
+        #expect(Array(list) == ["c", "a", "b"])
+        #expect(list.remove(["a", "a", "missing"]) == ["a"])
+        #expect(Array(list) == ["c", "b"])
+        #expect(list.insert(["a"]) == ["a"])
+        #expect(list.remove(["b", "c", "a"]) == ["c", "b", "a"])
+        #expect(Array(list).isEmpty)
+    }
+
     @Test func removesManyFiltersOneByOneInTheirOrder() {
         var list = SubscriptionList()
         let filters = (0..<10_000).map { "coaty/3/ns/IOV/\($0)" }

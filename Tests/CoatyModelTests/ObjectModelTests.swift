@@ -292,6 +292,19 @@ import Testing
         #expect(!CoatyUUID.isVersion4("5f0c1a52-3f4b-4d7e-7a51-2c0e8b7d9a10"))
     }
 
+    /// Each random byte becomes two lowercase hex digits in order, with the version and variant bits set.
+    @Test func uuidDigitsFollowTheRandomBytes() {
+        struct Counting: RandomNumberGenerator {
+            var value: UInt64 = 0
+            mutating func next() -> UInt64 {
+                defer { value += 0x11 }
+                return value
+            }
+        }
+        var generator = Counting()
+        #expect(CoatyUUID.random(using: &generator) == "00112233-4455-4677-8899-aabbccddeeff")
+    }
+
     /// Ids made in a batch (a requester's spare correlation ids) are version 4 UUIDs as single ones are, all distinct,
     /// with every random digit varying across the batch and its position.
     @Test func uuidsMadeInBatchesAreVersion4AndDistinct() {
