@@ -15,43 +15,35 @@ package struct SubscriptionList: Sequence {
     /// before, in the order given, once each.
     @discardableResult
     package mutating func add(_ filters: [String]) -> [String] {
-        var new: [String] = []
-        // One lookup per filter: response topics come and go here 16 at a time, and a topic is hashed per lookup.
-        for filter in filters {
-            if Self.countAdd(&members[filter, default: (0, nextOrder)]) {
-                nextOrder += 1
-                new.append(filter)
-            }
+        admit(filters) { member in
+            member.count += 1
+            return member.count == 1
         }
-        return new
     }
 
     /// Adds the filters not in the list yet, each with a count of one, and leaves the others as they are: a
     /// transport's subscriptions, where a filter is subscribed or not; `remove` then takes each out at once. Returns
-    /// those added, in the order given, once each. One lookup per filter.
+    /// those added, in the order given, once each.
     @discardableResult
     package mutating func insert(_ filters: [String]) -> [String] {
+        admit(filters) { member in
+            guard member.count == 0 else { return false }
+            member.count = 1
+            return true
+        }
+    }
+
+    /// Applies `count` to each filter's member (a new one has count 0) and returns the filters it calls new. One
+    /// lookup per filter: response topics come and go here 16 at a time, and a topic is hashed per lookup.
+    private mutating func admit(
+        _ filters: [String], counting count: (inout (count: Int, order: Int)) -> Bool
+    ) -> [String] {
         var new: [String] = []
-        for filter in filters {
-            if Self.countFirstAdd(&members[filter, default: (0, nextOrder)]) {
-                nextOrder += 1
-                new.append(filter)
-            }
+        for filter in filters where count(&members[filter, default: (0, nextOrder)]) {
+            nextOrder += 1
+            new.append(filter)
         }
         return new
-    }
-
-    /// Counts the first add of a member only; true if it is new.
-    private static func countFirstAdd(_ member: inout (count: Int, order: Int)) -> Bool {
-        guard member.count == 0 else { return false }
-        member.count = 1
-        return true
-    }
-
-    /// Counts one more add of a member; true if it is new.
-    private static func countAdd(_ member: inout (count: Int, order: Int)) -> Bool {
-        member.count += 1
-        return member.count == 1
     }
 
     /// Takes back one add of each filter (ignoring filters not in the list); returns those whose count reached zero,
