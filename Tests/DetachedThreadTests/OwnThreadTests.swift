@@ -8,7 +8,8 @@ import Testing
 
 @Suite struct OwnThreadTests {
     /// Eight bodies that each wait until all eight have started can only finish if each has a thread of its own: on
-    /// the concurrency pool (a thread per core) they would wait for each other until the deadline. Their thread ids
+    /// the concurrency pool (a thread per core) they would wait for each other until the deadline (long: the bodies
+    /// start from tasks, which a busy pool may hold back for seconds; 13 s in a CI run). Their thread ids
     /// differ as they all live at once (an id is the thread's descriptor's address: an ended thread's id can come
     /// back, so the test's own thread is not compared with them).
     @Test func eachBodyRunsOnAThreadOfItsOwn() async throws {
@@ -19,7 +20,7 @@ import Testing
                 group.addTask {
                     try await onOwnThread {
                         started.count.withLock { $0 += 1 }
-                        let deadline = ContinuousClock.now + .seconds(20)
+                        let deadline = ContinuousClock.now + .seconds(120)
                         while started.count.withLock({ $0 }) < count, ContinuousClock.now < deadline {
                             usleep(1000)
                         }
