@@ -1,10 +1,11 @@
+import Glibc
 import Synchronization
 
 /// Runs tasks on a connection's network thread, between its reads and writes.
 ///
 /// A task that prefers this executor (`Task(executorPreference:)`, `withTaskExecutorPreference`) and waits for
 /// inbound events continues on the thread that received them, and what it publishes is written by that thread
-/// on its next turn: no thread is woken on the way, as in a C client that answers inside its message callback.
+/// as it publishes: no thread is woken on the way, as in a C client that answers inside its message callback.
 /// Such code must not block or compute for long: the connection reads, writes and pings in the same thread.
 ///
 /// While no network thread runs (before the first connect, between a stop and the next start, or with a transport
@@ -20,8 +21,17 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
     }
 
     private let state = Mutex(State())
+    /// The thread inside `runJobs` (its `pthread_self`), or 0: written and compared only by that thread, so a
+    /// relaxed atomic is enough; any other thread reads a value that is not its own.
+    private let jobThread = Atomic<UInt>(0)
 
     public init() {}
+
+    /// Whether the caller is one of this executor's jobs running on the network thread: what it publishes can be
+    /// written at once, by the thread that owns the socket.
+    var isRunningJobOnCurrentThread: Bool {
+        jobThread.load(ordering: .relaxed) == UInt(pthread_self())
+    }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -70,9 +80,11 @@ public final class ConnectionExecutor: TaskExecutor, Sendable {
         state.withLock { swap(&$0.jobs, &running) }
         guard !running.isEmpty else { return }
         let executor = asUnownedTaskExecutor()
+        jobThread.store(UInt(pthread_self()), ordering: .relaxed)
         for job in running {
             job.runSynchronously(on: executor)
         }
+        jobThread.store(0, ordering: .relaxed)
         running.removeAll(keepingCapacity: true)
     }
 

@@ -214,8 +214,15 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         case MOSQ_ERR_INVAL.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue: throw .invalidTopic(message.topic)
         default: try check(rc)
         }
-        // On the network thread there is nothing to do: it writes before it sleeps again. From another thread, while
-        // the network thread sleeps, this thread writes the packet itself rather than waking it for that.
+        // A job on the network thread (a task answering an event) writes the packet at once, before the rest of the
+        // task and the other jobs run: they would otherwise delay every answer by the time they take. libmosquitto
+        // writes each packet with a write() of its own either way. From another thread, while the network thread
+        // sleeps, this thread writes the packet itself rather than waking it for that.
+        if executor.isRunningJobOnCurrentThread {
+            // A failed write leaves the packet queued; the network thread meets the error on its next write.
+            _ = mosquitto_loop_write(handle, 1)
+            return
+        }
         executor.wakeIfSleeping { [handle] in
             mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue || mosquitto_want_write(handle)
         }

@@ -77,6 +77,31 @@ import Testing
         try await receiver.disconnect()
     }
 
+    /// A job's publication leaves as the job publishes, not after the job ends: an answer is not held back by the
+    /// rest of the task that sends it. The job waits for the peer to receive it without suspending, which would
+    /// never end if the packet were written only when the job returned to the loop.
+    @Test func aJobsPublicationIsWrittenBeforeTheJobEnds() async throws {
+        let broker = try await TestBroker.started()
+        let publisher = try await Connection(broker, clientId: "answerer")
+        let receiver = try await Connection(broker, clientId: "asker")
+        try await Task.sleep(for: .milliseconds(100))
+        let arrivedWithinTheJob = try await withDeadline(.seconds(10)) {
+            await Task(executorPreference: publisher.executor) {
+                try? publisher.transport.publish(MQTTMessage(topic: "to-asker", payload: Array("answer".utf8)))
+                let deadline = ContinuousClock.now + .seconds(5)
+                while ContinuousClock.now < deadline {
+                    if receiver.messages.withLock({ !$0.isEmpty }) { return true }
+                    usleep(1000)
+                }
+                return false
+            }.value
+        }
+        #expect(arrivedWithinTheJob)
+        #expect(receiver.messages.withLock { $0.map(\.payload) } == [Array("answer".utf8)])
+        await publisher.transport.disconnect(.clean)
+        await receiver.transport.disconnect(.clean)
+    }
+
     /// While the network thread sleeps, a publication from another thread is written by that thread; a packet too
     /// large for the socket's buffer is finished by the network thread, which must be woken for it (or it would
     /// wait for the loop's next keepalive check, 15 s away), and what follows keeps its order. Over TLS too, where
