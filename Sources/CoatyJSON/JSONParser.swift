@@ -1,3 +1,5 @@
+import Glibc
+
 /// Why a text is not JSON, and where.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset into the input.
@@ -278,7 +280,7 @@ struct JSONParser<Rules: JSONParsingRules> {
                 let content = UnsafeBufferPointer(rebasing: input[contentStart..<position])
                 if Rules.isStrict { try checkUTF8(from: contentStart) }
                 position += 1
-                return String(decoding: content, as: UTF8.self)
+                return JSONKnownStrings.string(of: content) ?? String(decoding: content, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string; it must be escaped") }
@@ -526,5 +528,51 @@ private struct CodeUnitKey: Hashable {
 
     func hash(into hasher: inout Hasher) {
         for byte in key.utf8 { hasher.combine(byte) }
+    }
+}
+
+/// The strings that nearly every Coaty payload repeats: the member names of events and of the core fields of
+/// objects, and the names of the core types. The parser returns them as literals, which cost nothing to make or to
+/// release, instead of making each anew (checking its UTF-8, copying its bytes): a Channel event's object alone has
+/// five member names and a core type name, and every inbound event is parsed. Other strings cost one length
+/// comparison more.
+enum JSONKnownStrings {
+    static let all: [StaticString] = [
+        "name", "value", "error", "object", "result", "filter", "objects", "coreType", "objectId", "objectType",
+        "parameters", "privateData", "CoatyObject", "IoSource", "IoActor", "IoNode", "IoContext", "Identity",
+        "valueType",
+    ]
+
+    static func string(of bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        // By length first: most strings of a payload (ids, values) have a length that no entry has.
+        switch bytes.count {
+        case 4: return bytes.equals("name") ? "name" : nil
+        case 5: return bytes.equals("value") ? "value" : bytes.equals("error") ? "error" : nil
+        case 6:
+            if bytes.equals("object") { return "object" }
+            if bytes.equals("result") { return "result" }
+            if bytes.equals("filter") { return "filter" }
+            return bytes.equals("IoNode") ? "IoNode" : nil
+        case 7: return bytes.equals("objects") ? "objects" : bytes.equals("IoActor") ? "IoActor" : nil
+        case 8:
+            if bytes.equals("coreType") { return "coreType" }
+            if bytes.equals("objectId") { return "objectId" }
+            if bytes.equals("IoSource") { return "IoSource" }
+            return bytes.equals("Identity") ? "Identity" : nil
+        case 9: return bytes.equals("IoContext") ? "IoContext" : bytes.equals("valueType") ? "valueType" : nil
+        case 10:
+            return bytes.equals("objectType") ? "objectType" : bytes.equals("parameters") ? "parameters" : nil
+        case 11:
+            return bytes.equals("privateData") ? "privateData" : bytes.equals("CoatyObject") ? "CoatyObject" : nil
+        default: return nil
+        }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether the bytes are those of `text`, whose length the caller has compared already.
+    fileprivate func equals(_ text: StaticString) -> Bool {
+        guard let baseAddress else { return false }
+        return memcmp(baseAddress, text.utf8Start, count) == 0
     }
 }

@@ -69,6 +69,26 @@ import Testing
         #expect(value["object"]?["operatingState"] == "normal")
     }
 
+    /// The strings the parser returns as literals (`JSONKnownStrings`) come out as the text says, as keys and as
+    /// values; so do strings of the same length that differ in one byte, at its start, middle or end.
+    @Test func knownStringsAndTheirNearMissesParseToTheirText() throws {
+        for known in JSONKnownStrings.all.map({ $0.description }) {
+            let bytes = Array(known.utf8)
+            #expect(bytes.withUnsafeBufferPointer { JSONKnownStrings.string(of: $0) } == known)
+            var variants = [known]
+            for index in [0, bytes.count / 2, bytes.count - 1] {
+                var changed = bytes
+                changed[index] = changed[index] == UInt8(ascii: "x") ? UInt8(ascii: "y") : UInt8(ascii: "x")
+                variants.append(String(decoding: changed, as: UTF8.self))
+            }
+            for text in variants {
+                let parsed = try JSONValue(parsing: "{\"\(text)\":\"\(text)\"}")
+                #expect(parsed.objectValue?.keys == [text])
+                #expect(parsed[text] == .string(text))
+            }
+        }
+    }
+
     @Test func scalarsAtTopLevel() throws {
         #expect(try JSONValue(parsing: "21.5") == .number(21.5))
         #expect(try JSONValue(parsing: " \"on\" ") == "on")
