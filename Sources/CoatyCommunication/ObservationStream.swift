@@ -218,7 +218,12 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             }
             let (element, isOpen) = state.withLock { state in (state.take(), state.phase == .open) }
             if element != nil || !isOpen { return element }
-            return await withTaskCancellationHandler(
+            // The variant that runs on the caller's executor: the one with an `isolation` parameter is a generic
+            // function of the runtime library that switches to that isolation as it starts and again after the
+            // operation, two executor switches more per wait; with a task executor preference (the connection's
+            // thread) each switch takes the task's status record lock to find it. Cancellation is registered the
+            // same way.
+            return await _unsafeInheritExecutor_withTaskCancellationHandler(
                 operation: {
                     await withUnsafeContinuation(isolation: actor) {
                         (continuation: UnsafeContinuation<Element?, Never>) in
@@ -232,8 +237,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
                         if !isWaiting { continuation.resume(returning: element) }
                     }
                 },
-                onCancel: { terminate() },
-                isolation: actor)
+                onCancel: { terminate() })
         }
 
         @inlinable
