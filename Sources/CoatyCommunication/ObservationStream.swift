@@ -102,7 +102,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         /// false when the buffer was full and the oldest element was dropped for it.
         @inlinable
         @discardableResult
-        public func yield(_ element: Element) -> Bool {
+        public func yield(_ element: consuming Element) -> Bool {
             queue.yield(element)
         }
 
@@ -183,8 +183,11 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             self.limit = limit
         }
 
+        /// The element is moved, never copied, into the buffer or to the waiting consumer: a copy of an event retains
+        /// each of its strings and values, and releases them again.
         @inlinable
-        func yield(_ element: Element) -> Bool {
+        func yield(_ element: consuming Element) -> Bool {
+            var pending = Optional(element)
             let (waiter, isKept) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, Bool) in
                 guard case .open = state.phase else { return (nil, true) }
                 if let waiter = state.waiter {
@@ -193,10 +196,10 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
                 }
                 let isFull = state.buffer.count - state.head >= limit
                 if isFull { _ = state.take() }
-                state.buffer.append(element)
+                if let element = pending.take() { state.buffer.append(element) }
                 return (nil, !isFull)
             }
-            waiter?.resume(returning: element)
+            waiter?.resume(returning: pending.take())
             return isKept
         }
 
