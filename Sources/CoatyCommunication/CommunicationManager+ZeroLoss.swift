@@ -100,7 +100,7 @@ extension CommunicationManager {
         route: String, receivers: [IoRouteReceiver]
     )? {
         guard let route = state.routing.route(ofAssociatedSource: sourceId) else { return nil }
-        return (route, state.ioRoutes[route]?.receivers ?? [])
+        return (route, state.ioRoutes.delivery(on: route)?.receivers ?? [])
     }
 
     /// Whether every receiver takes a value now without dropping one. Called without the state lock: a receiver's

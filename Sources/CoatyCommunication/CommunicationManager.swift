@@ -103,6 +103,39 @@ public final class CommunicationManager: Sendable {
         var receivers: [IoRouteReceiver]?
     }
 
+    /// The deliveries by IO route. Every inbound message is looked up here first; most are events, whose topics
+    /// are of other lengths than the routes' (an IoValue route is the same length for every source of a namespace), so
+    /// the table counts its routes per topic length and hashes a topic only when a route of its length is there.
+    struct IoRouteTable: ~Copyable {
+        private var deliveries: [String: IoRouteDelivery] = [:]
+        /// The number of routes per `lengthSlot` of their length.
+        private var routesPerLengthSlot = [Int32](repeating: 0, count: 256)
+
+        init() {}
+
+        private static func lengthSlot(of route: String) -> Int {
+            route.utf8.count & 255
+        }
+
+        /// The delivery of the route `topic`; nil if it is none of the routes.
+        func delivery(on topic: String) -> IoRouteDelivery? {
+            guard routesPerLengthSlot[Self.lengthSlot(of: topic)] > 0 else { return nil }
+            return deliveries[topic]
+        }
+
+        /// Sets or (with nil) removes the delivery of `route`.
+        mutating func setDelivery(_ delivery: IoRouteDelivery?, on route: String) {
+            let hadRoute: Bool
+            if let delivery {
+                hadRoute = deliveries.updateValue(delivery, forKey: route) != nil
+                if !hadRoute { routesPerLengthSlot[Self.lengthSlot(of: route)] += 1 }
+            } else {
+                hadRoute = deliveries.removeValue(forKey: route) != nil
+                if hadRoute { routesPerLengthSlot[Self.lengthSlot(of: route)] -= 1 }
+            }
+        }
+    }
+
     struct State: ~Copyable {
         var operatingState = OperatingState.stopped
         var transport: (any MQTTTransport)?
@@ -137,7 +170,7 @@ public final class CommunicationManager: Sendable {
                 [:]
         var routeMonitors: [String: [Int: ObservationStream<[UInt8]>.Continuation]] = [:]
         /// Derived from `routing`, `ioValueReceivers` and `routeMonitors` by `rebuildIoRoute`, route by route.
-        var ioRoutes: [String: IoRouteDelivery] = [:]
+        var ioRoutes = IoRouteTable()
         /// Zero-loss delivery, actor side: per source associated with an own actor, where its sequence stands.
         var zeroLossInboxes: [String: ZeroLossInbox] = [:]
         /// The sources whose frame topics are subscribed.
@@ -815,7 +848,7 @@ public final class CommunicationManager: Sendable {
             counters.messagesOversized.add(1)
             let reason = "larger than the limit of \(options.maximumInboundPayload) bytes"
             // The actors on the route count it too, as a value they could not take.
-            let receivers = state.withLock { $0.ioRoutes.isEmpty ? nil : $0.ioRoutes[topic]?.receivers } ?? []
+            let receivers = state.withLock { $0.ioRoutes.delivery(on: topic)?.receivers } ?? []
             for receiver in receivers {
                 receiver.reject?("a value of \(size) bytes, \(reason)")
             }
@@ -945,8 +978,9 @@ public final class CommunicationManager: Sendable {
         if let actorIds = state.routing.actorsByRoute[route] {
             receivers = self.receivers(of: actorIds.keys, in: state)
         }
-        state.ioRoutes[route] =
-            monitors.isEmpty && receivers == nil ? nil : IoRouteDelivery(monitors: monitors, receivers: receivers)
+        state.ioRoutes.setDelivery(
+            monitors.isEmpty && receivers == nil ? nil : IoRouteDelivery(monitors: monitors, receivers: receivers),
+            on: route)
     }
 
     private func receivers(of actorIds: some Sequence<String>, in state: borrowing State) -> [IoRouteReceiver] {
@@ -963,7 +997,7 @@ public final class CommunicationManager: Sendable {
     private func deliverOnIoRoute(_ message: MQTTMessage) -> Bool {
         let hasZeroLoss = options.zeroLoss != nil
         let (delivery, isPlainCopy) = state.withLock { state -> (IoRouteDelivery?, Bool) in
-            guard !state.ioRoutes.isEmpty, let delivery = state.ioRoutes[message.topic] else { return (nil, false) }
+            guard let delivery = state.ioRoutes.delivery(on: message.topic) else { return (nil, false) }
             return (delivery, hasZeroLoss && isPlainCopyOfZeroLossSource(route: message.topic, in: &state))
         }
         guard let delivery else { return false }

@@ -102,7 +102,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
         /// false when the buffer was full and the oldest element was dropped for it.
         @inlinable
         @discardableResult
-        public func yield(_ element: Element) -> Bool {
+        public func yield(_ element: consuming Element) -> Bool {
             queue.yield(element)
         }
 
@@ -183,8 +183,11 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             self.limit = limit
         }
 
+        /// The element is moved, never copied, into the buffer or to the waiting consumer: a copy of an event retains
+        /// each of its strings and values, and releases them again.
         @inlinable
-        func yield(_ element: Element) -> Bool {
+        func yield(_ element: consuming Element) -> Bool {
+            var pending = Optional(element)
             let (waiter, isKept) = state.withLock { state -> (UnsafeContinuation<Element?, Never>?, Bool) in
                 guard case .open = state.phase else { return (nil, true) }
                 if let waiter = state.waiter {
@@ -193,10 +196,10 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
                 }
                 let isFull = state.buffer.count - state.head >= limit
                 if isFull { _ = state.take() }
-                state.buffer.append(element)
+                if let element = pending.take() { state.buffer.append(element) }
                 return (nil, !isFull)
             }
-            waiter?.resume(returning: element)
+            waiter?.resume(returning: pending.take())
             return isKept
         }
 
@@ -218,7 +221,12 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
             }
             let (element, isOpen) = state.withLock { state in (state.take(), state.phase == .open) }
             if element != nil || !isOpen { return element }
-            return await withTaskCancellationHandler(
+            // The variant that runs on the caller's executor: the one with an `isolation` parameter is a generic
+            // function of the runtime library that switches to that isolation as it starts and again after the
+            // operation, two executor switches more per wait; with a task executor preference (the connection's
+            // thread) each switch takes the task's status record lock to find it. Cancellation is registered the
+            // same way.
+            return await _unsafeInheritExecutor_withTaskCancellationHandler(
                 operation: {
                     await withUnsafeContinuation(isolation: actor) {
                         (continuation: UnsafeContinuation<Element?, Never>) in
@@ -232,8 +240,7 @@ public struct ObservationStream<Element: Sendable>: AsyncSequence, Sendable {
                         if !isWaiting { continuation.resume(returning: element) }
                     }
                 },
-                onCancel: { terminate() },
-                isolation: actor)
+                onCancel: { terminate() })
         }
 
         @inlinable

@@ -127,6 +127,44 @@ import CoatyCommunication
         #expect(termination.runs == 1)
     }
 
+    /// A consumer whose loop is isolated to an actor, in a task that prefers another executor (as the agents'
+    /// responders prefer their connection's thread): `next` waits on the consumer's own isolation, so each element
+    /// arrives in the actor's loop, and cancelling the task still ends a waiting `next` and the observation.
+    @Test func aConsumerIsolatedToAnActorGetsEachElementAndEndsWhenCancelled() async {
+        actor Consumer {
+            var values: [Int] = []
+
+            func consume(_ stream: ObservationStream<Int>, telling received: ObservationStream<Int>.Continuation) async
+                -> [Int]
+            {
+                received.yield(0)
+                for await value in stream {
+                    values.append(value)
+                    received.yield(value)
+                }
+                return values
+            }
+        }
+        let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
+        let termination = Termination()
+        continuation.onTermination(termination.handler)
+        let (received, tellReceived) = ObservationStream.makeStream(of: Int.self)
+        let actor = Consumer()
+        let consumer = Task(executorPreference: globalConcurrentExecutor) {
+            await actor.consume(stream, telling: tellReceived)
+        }
+        var arrivals = received.makeAsyncIterator()
+        #expect(await arrivals.next() == 0)
+        for value in 1...3 {
+            continuation.yield(value)
+            #expect(await arrivals.next() == value)
+        }
+        consumer.cancel()
+        await termination.wait()
+        #expect(await consumer.value == [1, 2, 3])
+        #expect(termination.runs == 1)
+    }
+
     @Test func aCancelledConsumerEndsEvenWhileElementsAreBuffered() async {
         let (stream, continuation) = ObservationStream.makeStream(of: Int.self)
         for value in 1...10 { continuation.yield(value) }
