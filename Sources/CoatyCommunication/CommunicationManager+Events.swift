@@ -119,57 +119,65 @@ extension CommunicationManager {
     func request<Response: Sendable>(
         _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
     ) -> ResponseStream<Response> {
-        ResponseStream { [weak self] in
-            let (stream, continuation) = ObservationStream.makeStream(of: ReceivedEvent<Response>.self)
-            guard let self, let responseType = event.eventType.responseType else {
-                continuation.finish()
-                return stream
-            }
-            let filters = event.topicFilters
-            let registered = addResponseObservers(
-                filters.count, of: responseType,
-                deliver: { [weak self] topic, response in
-                    if let accepted = accept(response) {
-                        continuation.yield(
-                            ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
-                    } else {
-                        self?.rejectResponse(topic)
-                    }
-                },
-                finish: continuation.finish)
-            guard let (observers, needsUpkeep) = registered else {
-                refuseRequest(event.eventType)
-                continuation.finish()
-                return stream
-            }
-            let payload = event.serializedBytes()
-            if observers.count == 1 {
-                enqueue(
-                    MQTTMessage(
-                        topic: topic(event.eventType, filter: filters[0], correlationId: observers[0].correlationId),
-                        payload: payload))
-            } else {
-                enqueue(
-                    zip(filters, observers).map { filter, observer in
-                        MQTTMessage(
-                            topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
-                            payload: payload)
-                    })
-            }
-            // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
-            if needsUpkeep { scheduleResponseUpkeep() }
-            let timer = timeout.map { timeout in
-                Task {
-                    try? await Task.sleep(for: timeout)
-                    continuation.finish()
-                }
-            }
-            continuation.onTermination { [weak self] in
-                timer?.cancel()
-                for observer in observers { self?.removeObserver(observer.id) }
-            }
+        ResponseStream(manager: self, event: event, timeout: timeout, accept: accept)
+    }
+
+    /// Publishes the request of a `ResponseStream` as its iteration starts; see there.
+    fileprivate func startRequest<Response: Sendable>(
+        _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
+    ) -> ObservationStream<ReceivedEvent<Response>> {
+        let (stream, continuation) = ObservationStream.makeStream(of: ReceivedEvent<Response>.self)
+        guard let responseType = event.eventType.responseType else {
+            continuation.finish()
             return stream
         }
+        let (filter, secondFilter) = event.topicFilter
+        let registered = addResponseObservers(
+            of: responseType, isPublishedTwice: secondFilter != nil,
+            deliver: { [weak self] topic, response in
+                if let accepted = accept(response) {
+                    continuation.yield(
+                        ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                } else {
+                    self?.rejectResponse(topic)
+                }
+            },
+            finish: continuation.finish)
+        guard let observers = registered else {
+            refuseRequest(event.eventType)
+            continuation.finish()
+            return stream
+        }
+        let payload = event.serializedBytes()
+        let message = MQTTMessage(
+            topic: topic(event.eventType, filter: filter, correlationId: observers.first.correlationId),
+            payload: payload)
+        if let secondFilter, let second = observers.second {
+            enqueue([
+                message,
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: secondFilter, correlationId: second.correlationId),
+                    payload: payload),
+            ])
+        } else {
+            enqueue(message)
+        }
+        // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
+        if observers.needsUpkeep { scheduleResponseUpkeep() }
+        let timer = timeout.map { timeout in
+            Task {
+                try? await Task.sleep(for: timeout)
+                continuation.finish()
+            }
+        }
+        let (firstId, secondId) = (observers.first.id, observers.second?.id)
+        continuation.onTermination { [weak self] in
+            timer?.cancel()
+            guard let self else { return }
+            removeObserver(firstId)
+            if let secondId { removeObserver(secondId) }
+        }
+        return stream
     }
 
     /// A request beyond `maximumPendingRequests`: not published, its responses end at once; counted and logged.
@@ -198,9 +206,7 @@ extension CommunicationManager {
             }
             return DiscoverRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
-                responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
-                    self?.publish(.resolve(resolve), correlationId: correlationId)
-                })
+                manager: self, makeResponse: { _, resolve in .resolve(resolve) })
         }
     }
 
@@ -210,9 +216,7 @@ extension CommunicationManager {
             guard case .query(let query) = event, let self, let correlationId = topic.correlationId else { return nil }
             return QueryRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: query,
-                responder: { [weak self] (retrieve: RetrieveEvent) throws(CoatyError) in
-                    self?.publish(.retrieve(retrieve), correlationId: correlationId)
-                })
+                manager: self, makeResponse: { _, retrieve in .retrieve(retrieve) })
         }
     }
 
@@ -228,9 +232,7 @@ extension CommunicationManager {
             else { return nil }
             return CallRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: call,
-                responder: { [weak self] (returned: ReturnEvent) throws(CoatyError) in
-                    self?.publish(.returnEvent(returned), correlationId: correlationId)
-                })
+                manager: self, makeResponse: { _, returned in .returnEvent(returned) })
         }
     }
 
@@ -254,9 +256,10 @@ extension CommunicationManager {
             else { return nil }
             return UpdateRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: update,
-                responder: { [weak self] (complete: CompleteEvent) throws(CoatyError) in
+                manager: self,
+                makeResponse: { update, complete throws(CoatyError) in
                     guard update.accepts(complete) else { throw .invalidName("Complete for another object") }
-                    self?.publish(.complete(complete), correlationId: correlationId)
+                    return .complete(complete)
                 })
         }
     }
@@ -266,13 +269,25 @@ extension CommunicationManager {
 /// sequence ends when the consumer stops, the timeout passes or the manager stops.
 public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     public typealias Element = ReceivedEvent<Response>
-    private let start: @Sendable () -> ObservationStream<Element>
+    /// The request's parts as fields, not a closure that starts it: a closure's context was an allocation of its own
+    /// with every request.
+    private weak var manager: CommunicationManager?
+    private let event: CoatyEvent
+    private let timeout: Duration?
+    private let accept: @Sendable (CoatyEvent) -> Response?
 
-    init(start: @escaping @Sendable () -> ObservationStream<Element>) {
-        self.start = start
+    init(
+        manager: CommunicationManager, event: CoatyEvent, timeout: Duration?,
+        accept: @escaping @Sendable (CoatyEvent) -> Response?
+    ) {
+        self.manager = manager
+        self.event = event
+        self.timeout = timeout
+        self.accept = accept
     }
 
     public func makeAsyncIterator() -> ObservationStream<Element>.Iterator {
-        start().makeAsyncIterator()
+        guard let manager else { return ObservationStream<Element>.finished.makeAsyncIterator() }
+        return manager.startRequest(event, timeout: timeout, accept: accept).makeAsyncIterator()
     }
 }
