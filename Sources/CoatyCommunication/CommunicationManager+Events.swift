@@ -119,7 +119,9 @@ extension CommunicationManager {
     func request<Response: Sendable>(
         _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
     ) -> ResponseStream<Response> {
-        ResponseStream(manager: self, event: event, timeout: timeout, accept: accept)
+        ResponseStream(manager: self, event: event, timeout: timeout, accept: accept) { manager, request in
+            manager.startRequest(request.event, timeout: request.timeout, accept: request.accept)
+        }
     }
 
     /// Publishes the request of a `ResponseStream` as its iteration starts; see there.
@@ -269,25 +271,30 @@ extension CommunicationManager {
 /// sequence ends when the consumer stops, the timeout passes or the manager stops.
 public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     public typealias Element = ReceivedEvent<Response>
-    /// The request's parts as fields, not a closure that starts it: a closure's context was an allocation of its own
-    /// with every request.
+    /// The request's parts as fields, not a closure that captures them: that closure's context was an allocation of
+    /// its own with every request.
     private weak var manager: CommunicationManager?
-    private let event: CoatyEvent
-    private let timeout: Duration?
-    private let accept: @Sendable (CoatyEvent) -> Response?
+    fileprivate let event: CoatyEvent
+    fileprivate let timeout: Duration?
+    fileprivate let accept: @Sendable (CoatyEvent) -> Response?
+    /// `startRequest`, made where `Response` is known, so that it runs specialized: called from the generic
+    /// `makeAsyncIterator` it ran as generic code (metadata looked up per request).
+    private let start: @Sendable (CommunicationManager, ResponseStream) -> ObservationStream<Element>
 
     init(
         manager: CommunicationManager, event: CoatyEvent, timeout: Duration?,
-        accept: @escaping @Sendable (CoatyEvent) -> Response?
+        accept: @escaping @Sendable (CoatyEvent) -> Response?,
+        start: @escaping @Sendable (CommunicationManager, ResponseStream) -> ObservationStream<Element>
     ) {
         self.manager = manager
         self.event = event
         self.timeout = timeout
         self.accept = accept
+        self.start = start
     }
 
     public func makeAsyncIterator() -> ObservationStream<Element>.Iterator {
         guard let manager else { return ObservationStream<Element>.finished.makeAsyncIterator() }
-        return manager.startRequest(event, timeout: timeout, accept: accept).makeAsyncIterator()
+        return start(manager, self).makeAsyncIterator()
     }
 }
