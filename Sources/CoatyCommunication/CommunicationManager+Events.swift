@@ -208,7 +208,9 @@ extension CommunicationManager {
             }
             return DiscoverRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
-                manager: self, makeResponse: { _, resolve in .resolve(resolve) })
+                responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
+                    self?.publish(.resolve(resolve), correlationId: correlationId)
+                })
         }
     }
 
@@ -218,7 +220,9 @@ extension CommunicationManager {
             guard case .query(let query) = event, let self, let correlationId = topic.correlationId else { return nil }
             return QueryRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: query,
-                manager: self, makeResponse: { _, retrieve in .retrieve(retrieve) })
+                responder: { [weak self] (retrieve: RetrieveEvent) throws(CoatyError) in
+                    self?.publish(.retrieve(retrieve), correlationId: correlationId)
+                })
         }
     }
 
@@ -234,7 +238,9 @@ extension CommunicationManager {
             else { return nil }
             return CallRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: call,
-                manager: self, makeResponse: { _, returned in .returnEvent(returned) })
+                responder: { [weak self] (returned: ReturnEvent) throws(CoatyError) in
+                    self?.publish(.returnEvent(returned), correlationId: correlationId)
+                })
         }
     }
 
@@ -258,10 +264,9 @@ extension CommunicationManager {
             else { return nil }
             return UpdateRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: update,
-                manager: self,
-                makeResponse: { update, complete throws(CoatyError) in
+                responder: { [weak self] (complete: CompleteEvent) throws(CoatyError) in
                     guard update.accepts(complete) else { throw .invalidName("Complete for another object") }
-                    return .complete(complete)
+                    self?.publish(.complete(complete), correlationId: correlationId)
                 })
         }
     }

@@ -32,28 +32,11 @@ public struct ReceivedRequest<Request: Sendable, Response: Sendable>: Sendable {
     public let namespace: String
     public let correlationId: String
     public let event: Request
-    /// The manager that received it; a request kept beyond the manager's life answers nothing.
-    private weak var manager: CommunicationManager?
-    /// The response event for a response to `event`, or why it cannot answer it. It captures nothing, so that a
-    /// request costs no allocation of its own (a closure that captured the manager and the correlation id did).
-    private let makeResponse: @Sendable (Request, Response) throws(CoatyError) -> CoatyEvent
-
-    init(
-        sourceId: String, namespace: String, correlationId: String, event: Request, manager: CommunicationManager,
-        makeResponse: @escaping @Sendable (Request, Response) throws(CoatyError) -> CoatyEvent
-    ) {
-        self.sourceId = sourceId
-        self.namespace = namespace
-        self.correlationId = correlationId
-        self.event = event
-        self.manager = manager
-        self.makeResponse = makeResponse
-    }
+    let responder: @Sendable (Response) throws(CoatyError) -> Void
 
     /// Publishes a response in this agent's namespace, queued while offline.
     public func respond(_ response: Response) async throws(CoatyError) {
-        let responseEvent = try makeResponse(event, response)
-        manager?.publish(responseEvent, correlationId: correlationId)
+        try responder(response)
     }
 }
 
