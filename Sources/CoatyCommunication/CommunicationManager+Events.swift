@@ -119,57 +119,67 @@ extension CommunicationManager {
     func request<Response: Sendable>(
         _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
     ) -> ResponseStream<Response> {
-        ResponseStream { [weak self] in
-            let (stream, continuation) = ObservationStream.makeStream(of: ReceivedEvent<Response>.self)
-            guard let self, let responseType = event.eventType.responseType else {
-                continuation.finish()
-                return stream
-            }
-            let filters = event.topicFilters
-            let registered = addResponseObservers(
-                filters.count, of: responseType,
-                deliver: { [weak self] topic, response in
-                    if let accepted = accept(response) {
-                        continuation.yield(
-                            ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
-                    } else {
-                        self?.rejectResponse(topic)
-                    }
-                },
-                finish: continuation.finish)
-            guard let (observers, needsUpkeep) = registered else {
-                refuseRequest(event.eventType)
-                continuation.finish()
-                return stream
-            }
-            let payload = event.serializedBytes()
-            if observers.count == 1 {
-                enqueue(
-                    MQTTMessage(
-                        topic: topic(event.eventType, filter: filters[0], correlationId: observers[0].correlationId),
-                        payload: payload))
-            } else {
-                enqueue(
-                    zip(filters, observers).map { filter, observer in
-                        MQTTMessage(
-                            topic: topic(event.eventType, filter: filter, correlationId: observer.correlationId),
-                            payload: payload)
-                    })
-            }
-            // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
-            if needsUpkeep { scheduleResponseUpkeep() }
-            let timer = timeout.map { timeout in
-                Task {
-                    try? await Task.sleep(for: timeout)
-                    continuation.finish()
-                }
-            }
-            continuation.onTermination { [weak self] in
-                timer?.cancel()
-                for observer in observers { self?.removeObserver(observer.id) }
-            }
+        ResponseStream(manager: self, event: event, timeout: timeout, accept: accept) { manager, request in
+            manager.startRequest(request.event, timeout: request.timeout, accept: request.accept)
+        }
+    }
+
+    /// Publishes the request of a `ResponseStream` as its iteration starts; see there.
+    fileprivate func startRequest<Response: Sendable>(
+        _ event: CoatyEvent, timeout: Duration?, accept: @escaping @Sendable (CoatyEvent) -> Response?
+    ) -> ObservationStream<ReceivedEvent<Response>> {
+        let (stream, continuation) = ObservationStream.makeStream(of: ReceivedEvent<Response>.self)
+        guard let responseType = event.eventType.responseType else {
+            continuation.finish()
             return stream
         }
+        let (filter, secondFilter) = event.topicFilter
+        let registered = addResponseObservers(
+            of: responseType, isPublishedTwice: secondFilter != nil,
+            deliver: { [weak self] topic, response in
+                if let accepted = accept(response) {
+                    continuation.yield(
+                        ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+                } else {
+                    self?.rejectResponse(topic)
+                }
+            },
+            finish: continuation.finish)
+        guard let observers = registered else {
+            refuseRequest(event.eventType)
+            continuation.finish()
+            return stream
+        }
+        let payload = event.serializedBytes()
+        let message = MQTTMessage(
+            topic: topic(event.eventType, filter: filter, correlationId: observers.first.correlationId),
+            payload: payload)
+        if let secondFilter, let second = observers.second {
+            enqueue([
+                message,
+                MQTTMessage(
+                    topic: topic(event.eventType, filter: secondFilter, correlationId: second.correlationId),
+                    payload: payload),
+            ])
+        } else {
+            enqueue(message)
+        }
+        // After the request, so that it goes out first: spares refilled, ended requests' topics given up.
+        if observers.needsUpkeep { scheduleResponseUpkeep() }
+        let timer = timeout.map { timeout in
+            Task {
+                try? await Task.sleep(for: timeout)
+                continuation.finish()
+            }
+        }
+        let (firstId, secondId) = (observers.first.id, observers.second?.id)
+        continuation.onTermination { [weak self] in
+            timer?.cancel()
+            guard let self else { return }
+            removeObserver(firstId)
+            if let secondId { removeObserver(secondId) }
+        }
+        return stream
     }
 
     /// A request beyond `maximumPendingRequests`: not published, its responses end at once; counted and logged.
@@ -266,13 +276,30 @@ extension CommunicationManager {
 /// sequence ends when the consumer stops, the timeout passes or the manager stops.
 public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     public typealias Element = ReceivedEvent<Response>
-    private let start: @Sendable () -> ObservationStream<Element>
+    /// The request's parts as fields, not a closure that captures them: that closure's context was an allocation of
+    /// its own with every request.
+    private weak var manager: CommunicationManager?
+    fileprivate let event: CoatyEvent
+    fileprivate let timeout: Duration?
+    fileprivate let accept: @Sendable (CoatyEvent) -> Response?
+    /// `startRequest`, made where `Response` is known, so that it runs specialized: called from the generic
+    /// `makeAsyncIterator` it ran as generic code (metadata looked up per request).
+    private let start: @Sendable (CommunicationManager, ResponseStream) -> ObservationStream<Element>
 
-    init(start: @escaping @Sendable () -> ObservationStream<Element>) {
+    init(
+        manager: CommunicationManager, event: CoatyEvent, timeout: Duration?,
+        accept: @escaping @Sendable (CoatyEvent) -> Response?,
+        start: @escaping @Sendable (CommunicationManager, ResponseStream) -> ObservationStream<Element>
+    ) {
+        self.manager = manager
+        self.event = event
+        self.timeout = timeout
+        self.accept = accept
         self.start = start
     }
 
     public func makeAsyncIterator() -> ObservationStream<Element>.Iterator {
-        start().makeAsyncIterator()
+        guard let manager else { return ObservationStream<Element>.finished.makeAsyncIterator() }
+        return start(manager, self).makeAsyncIterator()
     }
 }

@@ -727,33 +727,43 @@ public final class CommunicationManager: Sendable {
         }
     }
 
-    /// Registers the observers of `count` requests' responses on topics of `responseSubscriptions`; returns their
-    /// ids and correlation ids, and whether `keepResponseTopics` is due once the requests are published; nil (and
-    /// nothing registered) when `maximumPendingRequests` would be passed.
+    /// The response observers of one request, one per publication of it (an Update of an application object type
+    /// is published twice): their ids and correlation ids, and whether `keepResponseTopics` is due once the request
+    /// is published. Two named fields rather than arrays: a Call registers one with every call.
+    struct RequestObservers {
+        var first: (id: Int, correlationId: String)
+        var second: (id: Int, correlationId: String)?
+        var needsUpkeep: Bool
+    }
+
+    /// Registers the observers of a request's responses on topics of `responseSubscriptions`; nil (and nothing
+    /// registered) when `maximumPendingRequests` would be passed.
     func addResponseObservers(
-        _ count: Int, of responseType: CoatyEventType,
+        of responseType: CoatyEventType, isPublishedTwice: Bool,
         deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
-    ) -> (observers: [(id: Int, correlationId: String)], needsUpkeep: Bool)? {
+    ) -> RequestObservers? {
         let namespace = subscriptionNamespace
         return state.withLock { state in
             guard
                 let taken = state.responseSubscriptions.take(
-                    count, of: responseType,
+                    isPublishedTwice ? 2 : 1, of: responseType,
                     filter: { correlationId in
                         CoatyTopic.subscriptionFilter(
                             namespace: namespace, eventType: responseType, correlationId: correlationId)
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            // Labelled as the result is: an unlabelled tuple array would be converted by a dynamic cast per request.
-            let observers = taken.responseTopics.map { topic -> (id: Int, correlationId: String) in
+            func register(_ topic: ResponseSubscriptions.ResponseTopic) -> (id: Int, correlationId: String) {
                 let id = state.makeObserverId()
                 let key = RoutingKey(responseType, filter: nil, correlationId: topic.correlationId)
                 state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
                 state.observerSubscriptions[id] = (key, topic.topicFilter, true)
-                return (id: id, correlationId: topic.correlationId)
+                return (id, topic.correlationId)
             }
-            return (observers, taken.needsUpkeep)
+            return RequestObservers(
+                first: register(taken.responseTopics[0]),
+                second: isPublishedTwice ? register(taken.responseTopics[1]) : nil,
+                needsUpkeep: taken.needsUpkeep)
         }
     }
 

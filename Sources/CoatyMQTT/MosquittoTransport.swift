@@ -808,21 +808,79 @@ private func receiveMessage(
 ///
 /// The publishing thread notes a publication after `mosquitto_publish` returns, without holding this lock across the
 /// call, so the network thread may report the write first: such ids wait in `writtenEarly` until they are noted.
-/// Notes are numbered so that `removeAll` gives the unwritten ones in the order they were published.
+/// The notes are kept in the order they were made, which is the order libmosquitto writes them in unless two
+/// publishers noted theirs the other way round; so the written one is nearly always the oldest one still pending,
+/// found without hashing (a dictionary by id cost a hash of the id on every note and every write). A publication
+/// written out of that order leaves a gap; gaps are dropped once they are as many as the pending notes (and at
+/// least 64), so that a note that stays pending (noted after its connection ended) holds no more than its own room.
 struct PendingWrites {
-    private var pending: [Int32: (order: Int, message: MQTTMessage)] = [:]
-    private var writtenEarly: Set<Int32> = []
-    private var nextOrder = 0
+    /// A publication noted, or the gap it left once written (id 0, an id libmosquitto never gives; no message).
+    private struct Note {
+        var messageId: Int32
+        var message: MQTTMessage?
+
+        static let gap = Note(messageId: 0, message: nil)
+    }
+
+    /// The notes in order, from `head` to `end`; the slots beyond `end` are gaps kept for reuse, so that a note and
+    /// its write, the steady state, neither allocate nor shift the array.
+    private var notes: [Note] = []
+    private var head = 0
+    private var end = 0
+    /// The notes not written yet.
+    private var pendingCount = 0
+    /// Ids reported written before they were noted: a few at most, from publishers between the call and the note.
+    private var writtenEarly: [Int32] = []
+
+    /// The notes held, gaps included: at most twice the pending ones, or 64.
+    var heldNotes: Int { end - head }
 
     mutating func append(_ messageId: Int32, _ message: MQTTMessage) {
-        guard writtenEarly.remove(messageId) == nil else { return }
-        pending[messageId] = (nextOrder, message)
-        nextOrder &+= 1
+        if !writtenEarly.isEmpty, let early = writtenEarly.firstIndex(of: messageId) {
+            writtenEarly.remove(at: early)
+            return
+        }
+        let note = Note(messageId: messageId, message: message)
+        if end < notes.count {
+            notes[end] = note
+        } else {
+            notes.append(note)
+        }
+        end += 1
+        pendingCount += 1
     }
 
     mutating func written(_ messageId: Int32) {
-        guard pending.removeValue(forKey: messageId) == nil else { return }
-        writtenEarly.insert(messageId)
+        guard messageId != 0 else { return }
+        var index = head
+        while index < end && notes[index].messageId != messageId { index += 1 }
+        guard index < end else {
+            writtenEarly.append(messageId)
+            return
+        }
+        notes[index] = .gap
+        pendingCount -= 1
+        if pendingCount == 0 {
+            (head, end) = (0, 0)
+        } else if index == head {
+            while notes[head].messageId == 0 { head += 1 }
+        }
+        if end - head - pendingCount >= max(64, pendingCount) {
+            dropGaps()
+        }
+    }
+
+    /// Moves the pending notes to the front, in order.
+    private mutating func dropGaps() {
+        var kept = 0
+        for index in head..<end where notes[index].messageId != 0 {
+            if index != kept {
+                notes[kept] = notes[index]
+                notes[index] = .gap
+            }
+            kept += 1
+        }
+        (head, end) = (0, kept)
     }
 
     /// What was not written, in the order it was published; none are pending afterwards. A publication noted only
@@ -830,11 +888,11 @@ struct PendingWrites {
     /// told with the next connection's end: a race of microseconds at a connection loss.
     mutating func removeAll() -> [MQTTMessage] {
         defer {
-            pending = [:]
+            notes = []
+            (head, end, pendingCount) = (0, 0, 0)
             writtenEarly = []
-            nextOrder = 0
         }
-        return pending.values.sorted { $0.order < $1.order }.map(\.message)
+        return notes[head..<end].compactMap(\.message)
     }
 }
 

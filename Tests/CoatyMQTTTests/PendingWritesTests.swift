@@ -47,4 +47,45 @@ extension PendingWritesTests {
         }
         #expect(pending.removeAll() == [message(10_000)])
     }
+
+    /// A note that stays pending (its publisher noted it after the connection ended) while thousands are written
+    /// after it: the gaps they leave are dropped, and it is still told.
+    @Test func aNoteThatStaysPendingHoldsOnlyItsOwnRoom() {
+        var pending = PendingWrites()
+        pending.append(1, message(1))
+        for id in 2...10_000 {
+            pending.append(Int32(id), message(id))
+            pending.written(Int32(id))
+            #expect(pending.heldNotes <= 64, "after \(id)")
+        }
+        #expect(pending.removeAll() == [message(1)])
+        #expect(pending.heldNotes == 0)
+    }
+
+    /// Writes reported out of the order noted, across gaps: each is taken once, and the rest are told in order.
+    @Test func writesOutOfOrderLeaveTheOthersInOrder() {
+        var pending = PendingWrites()
+        for id in 1...100 { pending.append(Int32(id), message(id)) }
+        for id in stride(from: 2, through: 100, by: 2) { pending.written(Int32(id)) }
+        pending.written(1)
+        // A report of an id written already, as if repeated: not a pending one, so it waits as an early write.
+        pending.written(2)
+        #expect(pending.removeAll() == stride(from: 3, through: 99, by: 2).map { message($0) })
+    }
+
+    /// A connection's end tells its unwritten ones and starts the next connection's record afresh.
+    @Test func theNextConnectionStartsAfresh() {
+        var pending = PendingWrites()
+        pending.append(1, message(1))
+        pending.append(2, message(2))
+        pending.written(1)
+        #expect(pending.removeAll() == [message(2)])
+        pending.append(3, message(3))
+        pending.written(3)
+        pending.append(4, message(4))
+        pending.append(5, message(5))
+        pending.written(5)
+        #expect(pending.removeAll() == [message(4)])
+        #expect(pending.heldNotes == 0)
+    }
 }
