@@ -6,8 +6,13 @@ import CoatyModel
 extension CommunicationManager {
     // MARK: - Advertise, Deadvertise, Channel, Associate
 
+    // The one-way publications (and a request's `respond`) wait for nothing and run on the caller's executor
+    // (`nonisolated(nonsending)`): a plain nonisolated async function switches to the generic executor as it starts
+    // and back as it returns, two task switches per publication, each taking the task's status record lock when the
+    // task prefers an executor (a responder on the connection's thread).
+
     /// Publishes on the core-type topic and, for application object types, on the object-type topic too.
-    public func publishAdvertise(_ event: AdvertiseEvent) async throws(CoatyError) {
+    nonisolated(nonsending) public func publishAdvertise(_ event: AdvertiseEvent) async throws(CoatyError) {
         guard CoatyName.isValid(event.object.objectType) else { throw .invalidName(event.object.objectType) }
         publish(.advertise(event))
     }
@@ -33,7 +38,7 @@ extension CommunicationManager {
         }
     }
 
-    public func publishDeadvertise(_ event: DeadvertiseEvent) async {
+    nonisolated(nonsending) public func publishDeadvertise(_ event: DeadvertiseEvent) async {
         publish(.deadvertise(event))
     }
 
@@ -44,7 +49,7 @@ extension CommunicationManager {
         }
     }
 
-    public func publishChannel(_ event: ChannelEvent) async throws(CoatyError) {
+    nonisolated(nonsending) public func publishChannel(_ event: ChannelEvent) async throws(CoatyError) {
         guard CoatyName.isValid(event.channelId) else { throw .invalidName(event.channelId) }
         publish(.channel(event))
     }
@@ -59,7 +64,7 @@ extension CommunicationManager {
     }
 
     /// Publishes an association or disassociation decided by a router.
-    public func publishAssociate(_ event: AssociateEvent) async throws(CoatyError) {
+    nonisolated(nonsending) public func publishAssociate(_ event: AssociateEvent) async throws(CoatyError) {
         guard CoatyName.isValid(event.ioContextName) else { throw .invalidName(event.ioContextName) }
         publish(.associate(event))
     }

@@ -34,8 +34,9 @@ public struct ReceivedRequest<Request: Sendable, Response: Sendable>: Sendable {
     public let event: Request
     let responder: @Sendable (Response) throws(CoatyError) -> Void
 
-    /// Publishes a response in this agent's namespace, queued while offline.
-    public func respond(_ response: Response) async throws(CoatyError) {
+    /// Publishes a response in this agent's namespace, queued while offline; on the caller's executor, as the one-way
+    /// publications (see `publishChannel`).
+    nonisolated(nonsending) public func respond(_ response: Response) async throws(CoatyError) {
         try responder(response)
     }
 }
