@@ -32,6 +32,15 @@ import Testing
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":["a",""]}"#, "$.objectIds[1]: must not be an empty string"),
         ("coaty/3/-/DAD/\(agent)", #"{"objectIds":"a"}"#, "expected an array"),
         ("coaty/3/-/CHN:c/\(agent)", #"{"object":\#(identity),"objects":[]}"#, "exactly one of"),
+        // A Channel event's common shape (one object, maybe private data) is read in one pass; what does not fit it
+        // goes the general way: the same errors at the same paths either way.
+        (
+            "coaty/3/-/CHN:c/\(agent)", #"{"object":{"objectId":"1","objectType":"t","coreType":"CoatyObject"}}"#,
+            "$.object: missing required member \"name\""
+        ),
+        ("coaty/3/-/CHN:c/\(agent)", #"{"object":5}"#, "$.object: expected a Coaty object, found number"),
+        ("coaty/3/-/CHN:c/\(agent)", #"{"object":\#(identity),"privateData":[]}"#, "$.privateData: expected an object"),
+        ("coaty/3/-/CHN:c/\(agent)", #"{"privateData":{}}"#, "exactly one of"),
         (
             "coaty/3/-/ASC:ctx/\(agent)", #"{"ioSourceId":"s","ioActorId":"a","associatingRoute":""}"#,
             "$.associatingRoute: must not be an empty string"
@@ -80,6 +89,11 @@ import Testing
                 "coaty/3/ns/CHN:temperature/\(Self.agent)", #"{"objects":[\#(Self.identity)],"privateData":{"a":1}}"#,
                 .channel
             ),
+            (
+                "coaty/3/ns/CHN:temperature/\(Self.agent)", #"{"object":\#(Self.identity),"privateData":{"a":1}}"#,
+                .channel
+            ),
+            ("coaty/3/ns/CHN:temperature/\(Self.agent)", #"{"object":\#(Self.identity)}"#, .channel),
             (
                 "coaty/3/ns/DSC/\(Self.agent)/\(Self.correlation)",
                 #"{"externalId":"e","objectTypes":["t"],"coreTypes":["IoNode"]}"#, .discover

@@ -68,6 +68,28 @@ public struct ChannelEvent: Sendable, Hashable, CoatyEventPayload {
 
     public init(channelId: String, payload: JSONValue) throws(JSONShapeError) {
         self.channelId = channelId
+        // The common shape, one object and maybe private data, in one pass over the members and without cursors:
+        // every Channel event received is decoded here, and three lookups with a cursor each cost more than the
+        // object's own check. Any other shape (and every error) takes the general path below.
+        if case .object(let members) = payload {
+            var single: JSONObject?
+            var privateData: JSONObject?
+            var isCommon = true
+            for member in members {
+                switch (member.key, member.value) {
+                case ("object", .object(let object)): single = object
+                case ("privateData", .object(let data)): privateData = data
+                case ("object", _), ("objects", _), ("privateData", _): isCommon = false
+                default: continue
+                }
+            }
+            if isCommon, let single {
+                content = .object(
+                    try CoatyObject(validating: .object(single), at: JSONPath([.key("object")]), nesting: 0))
+                self.privateData = privateData
+                return
+            }
+        }
         let root = JSONCursor(payload)
         let single = try root.optional("object")
         let many = try root.optional("objects")
