@@ -60,6 +60,9 @@ import Testing
         ),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"result":1,"error":{"code":1,"message":"m"}}"#, "exactly one of"),
         ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"error":{"code":1}}"#, "missing required member \"message\""),
+        ("coaty/3/-/RTN/\(agent)/\(correlation)", #"{"error":null}"#, "$.error: expected an object"),
+        ("coaty/3/-/CLL:op/\(agent)/\(correlation)", #"{"parameters":5}"#, "parameters must be an array or an object"),
+        ("coaty/3/-/CLL:op/\(agent)/\(correlation)", #"{"filter":7}"#, "$.filter"),
         ("coaty/3/-/UPD:Identity/\(agent)/\(correlation)", #"{"object":null}"#, "expected a Coaty object"),
         ("coaty/3/-/CPL/\(agent)/\(correlation)", #"not json"#, "payload is not JSON"),
         ("coaty/3/-/CPL/\(agent)/\(correlation)", "", "payload is not JSON"),
@@ -101,6 +104,15 @@ import Testing
             ("coaty/3/ns/RSV/\(Self.agent)/\(Self.correlation)", #"{"relatedObjects":[]}"#, .resolve),
             ("coaty/3/ns/RTV/\(Self.agent)/\(Self.correlation)", #"{"objects":[]}"#, .retrieve),
             ("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":null,"executionInfo":[1]}"#, .returnEvent),
+            ("coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)", #"{"result":{"value":21.5}}"#, .returnEvent),
+            (
+                "coaty/3/ns/RTN/\(Self.agent)/\(Self.correlation)",
+                #"{"error":{"code":-32602,"message":"Invalid params"}}"#,
+                .returnEvent
+            ),
+            ("coaty/3/ns/CLL:op/\(Self.agent)/\(Self.correlation)", #"{"parameters":{"value":21.5}}"#, .call),
+            ("coaty/3/ns/CLL:op/\(Self.agent)/\(Self.correlation)", #"{"parameters":[1,"a"]}"#, .call),
+            ("coaty/3/ns/CLL:op/\(Self.agent)/\(Self.correlation)", #"{}"#, .call),
             ("coaty/3/ns/CPL/\(Self.agent)/\(Self.correlation)", #"{"object":\#(Self.identity)}"#, .complete),
             ("coaty/3/ns/ASC:a:b/\(Self.agent)", #"{"ioSourceId":"s","ioActorId":"a","updateRate":0.5}"#, .associate),
         ]

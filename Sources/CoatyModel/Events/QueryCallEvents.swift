@@ -77,6 +77,23 @@ public struct CallEvent: Sendable, Hashable, CoatyEventPayload {
 
     public init(operation: String, payload: JSONValue) throws(JSONShapeError) {
         self.operation = operation
+        // Parameters without a context filter, in one pass and without cursors (as `ChannelEvent` reads its common
+        // shape); a filter, and every malformed payload, the general way below.
+        if case .object(let members) = payload {
+            var parameters: JSONValue?
+            var isCommon = true
+            for member in members {
+                switch (member.key, member.value) {
+                case ("parameters", .array), ("parameters", .object): parameters = member.value
+                case ("parameters", _), ("filter", _): isCommon = false
+                default: continue
+                }
+            }
+            if isCommon {
+                self.parameters = parameters
+                return
+            }
+        }
         let root = JSONCursor(payload)
         if let parameters = try root.optional("parameters") {
             switch parameters.value {

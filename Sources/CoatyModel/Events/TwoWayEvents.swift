@@ -214,6 +214,26 @@ public struct ReturnEvent: Sendable, Hashable, CoatyEventPayload {
     }
 
     public init(payload: JSONValue) throws(JSONShapeError) {
+        // A result, in one pass and without cursors (as `ChannelEvent` reads its common shape); an error, and every
+        // malformed payload, the general way below.
+        if case .object(let members) = payload {
+            var result: JSONValue?
+            var executionInfo: JSONValue?
+            var hasError = false
+            for member in members {
+                switch member.key {
+                case "result": result = member.value
+                case "error": hasError = true
+                case "executionInfo": executionInfo = member.value
+                default: continue
+                }
+            }
+            if let result, !hasError {
+                outcome = .result(result)
+                self.executionInfo = executionInfo
+                return
+            }
+        }
         let root = JSONCursor(payload)
         let result = try root.optional("result")
         let error = try root.optional("error")
