@@ -21,8 +21,8 @@ public final class CommunicationManager: Sendable {
     public let ioNodeDefinitions: [IoNodeDefinition]
     /// Runs tasks on the connection's network thread: an observation consumed by a task that prefers it
     /// (`Task(executorPreference:)`) costs no thread wake per event, and what the task publishes is written as it
-    /// publishes, before the rest of the task runs. For short, non-blocking handling of events, as in a C client's message callback; while
-    /// the manager is stopped its jobs run on the global executor.
+    /// publishes, before the rest of the task runs. For short, non-blocking handling of events, as in a C client's
+    /// message callback; while the manager is stopped its jobs run on the global executor.
     public let connectionExecutor = ConnectionExecutor()
 
     let logger: Logger

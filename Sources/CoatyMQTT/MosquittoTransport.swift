@@ -216,11 +216,11 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
         // A job on the network thread (a task answering an event) writes the packet at once, before the rest of the
         // task and the other jobs run: they would otherwise delay every answer by the time they take. libmosquitto
-        // writes each packet with a write() of its own either way. From another thread, while the network thread
-        // sleeps, this thread writes the packet itself rather than waking it for that.
-        // Never from inside one of libmosquitto's callbacks (a synchronous observer that publishes from `dispatch`):
-        // it holds its callback mutex around `on_message` and takes it again for `on_publish` as it writes, so a
-        // write there would deadlock; jobs run between reads, never inside one.
+        // writes each packet with a write() of its own either way. Never from inside one of libmosquitto's callbacks
+        // (a synchronous observer that publishes from `dispatch`): it holds its callback mutex around `on_message`
+        // and takes it again for `on_publish` as it writes, so a write there would deadlock; jobs run between reads,
+        // never inside one. From another thread, while the network thread sleeps, this thread writes the packet
+        // itself rather than waking it for that.
         if executor.isRunningJobOnCurrentThread {
             // A failed write leaves the packet queued; the network thread meets the error on its next write.
             _ = mosquitto_loop_write(handle, 1)
