@@ -139,17 +139,17 @@ extension CommunicationManager {
             return stream
         }
         let (filter, secondFilter) = event.topicFilter
-        let registered = addResponseObservers(
-            of: responseType, isPublishedTwice: secondFilter != nil,
-            deliver: { [weak self] topic, response in
-                if let accepted = accept(response) {
-                    continuation.yield(
-                        ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
-                } else {
-                    self?.rejectResponse(topic)
-                }
-            },
-            finish: continuation.finish)
+        // One closure for responses and the end, made here where `Response` is known, so that it runs specialized;
+        // a deliver and a finish closure were an allocation each.
+        let registered = addResponseObservers(of: responseType, isPublishedTwice: secondFilter != nil) { signal in
+            guard case .response(let topic, let response) = signal else {
+                continuation.finish()
+                return true
+            }
+            guard let accepted = accept(response) else { return false }
+            continuation.yield(ReceivedEvent(sourceId: topic.sourceId, namespace: topic.namespace, event: accepted))
+            return true
+        }
         guard let observers = registered else {
             refuseRequest(event.eventType)
             continuation.finish()
@@ -157,13 +157,13 @@ extension CommunicationManager {
         }
         let payload = event.serializedBytes()
         let message = MQTTMessage(
-            topic: topic(event.eventType, filter: filter, correlationId: observers.first.correlationId),
+            topic: topic(event.eventType, filter: filter, correlationId: observers.first),
             payload: payload)
         if let secondFilter, let second = observers.second {
             enqueue([
                 message,
                 MQTTMessage(
-                    topic: topic(event.eventType, filter: secondFilter, correlationId: second.correlationId),
+                    topic: topic(event.eventType, filter: secondFilter, correlationId: second),
                     payload: payload),
             ])
         } else {
@@ -177,14 +177,21 @@ extension CommunicationManager {
                 continuation.finish()
             }
         }
-        let (firstId, secondId) = (observers.first.id, observers.second?.id)
+        let (first, second) = (observers.first, observers.second)
         continuation.onTermination { [weak self] in
             timer?.cancel()
-            guard let self else { return }
-            removeObserver(firstId)
-            if let secondId { removeObserver(secondId) }
+            self?.removeResponseObservers(first, second)
         }
         return stream
+    }
+
+    /// Hands a response to the observer of its request, if any is left (one that ended finds none: dropped).
+    func deliverResponse(_ topic: CoatyTopic, _ event: CoatyEvent) {
+        guard let correlationId = topic.correlationId,
+            let observer = state.withLock({ $0.responseObservers[correlationId] }),
+            observer.responseType == topic.eventType
+        else { return }
+        if !observer.receive(.response(topic, event)) { rejectResponse(topic) }
     }
 
     /// A request beyond `maximumPendingRequests`: not published, its responses end at once; counted and logged.
@@ -282,8 +289,9 @@ extension CommunicationManager {
 public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     public typealias Element = ReceivedEvent<Response>
     /// The request's parts as fields, not a closure that captures them: that closure's context was an allocation of
-    /// its own with every request.
-    private weak var manager: CommunicationManager?
+    /// its own with every request. The manager is held strongly for the stream's short life: a weak reference was
+    /// one more reference count of the manager's side table made, loaded and dropped with every request.
+    private let manager: CommunicationManager
     fileprivate let event: CoatyEvent
     fileprivate let timeout: Duration?
     fileprivate let accept: @Sendable (CoatyEvent) -> Response?
@@ -304,7 +312,12 @@ public struct ResponseStream<Response: Sendable>: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> ObservationStream<Element>.Iterator {
-        guard let manager else { return ObservationStream<Element>.finished.makeAsyncIterator() }
-        return start(manager, self).makeAsyncIterator()
+        start(manager, self).makeAsyncIterator()
     }
+}
+
+/// What the observer of a request's responses is handed: a response, or the end of the responses (the manager stops).
+enum ResponseSignal {
+    case response(CoatyTopic, CoatyEvent)
+    case end
 }

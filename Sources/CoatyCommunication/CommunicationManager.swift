@@ -62,16 +62,21 @@ public final class CommunicationManager: Sendable {
         var finish: @Sendable () -> Void
     }
 
-    /// The key under which inbound events find their observers: the event type with, for responses, the
-    /// correlation id, and for other events the filter (`ADV:IoNode`, `DSC`, `CLL:switch`).
+    /// The observer of one publication of a request, under its correlation id: the response type it waits for and
+    /// the response topic it was given (see `ResponseSubscriptions`).
+    struct ResponseObserver: Sendable {
+        var responseType: CoatyEventType
+        /// Yields a response that answers the request, or returns false (it is counted as rejected); ends the
+        /// responses at `.end`.
+        var receive: @Sendable (ResponseSignal) -> Bool
+        var topicFilter: String
+    }
+
+    /// The key under which inbound events other than responses find their observers: the event type with its
+    /// filter (`ADV:IoNode`, `DSC`, `CLL:switch`). Responses find theirs by correlation id (`responseObservers`).
     struct RoutingKey: Hashable {
         var eventType: CoatyEventType
-        var level: String?
-
-        init(_ eventType: CoatyEventType, filter: String?, correlationId: String?) {
-            self.eventType = eventType
-            level = eventType.isResponse ? correlationId ?? "" : filter
-        }
+        var filter: String?
     }
 
     /// A receiver of the values routed to an own IO actor.
@@ -153,9 +158,11 @@ public final class CommunicationManager: Sendable {
         var hasLeft = false
         var nextObserverId = 0
         var eventObservers: [RoutingKey: [EventObserver]] = [:]
-        /// Per observer, its routing key and topic filter; for the observer of a request's responses the filter is
-        /// one of `responseSubscriptions`, which it gives back, rather than a subscription it counts.
-        var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String, isResponse: Bool)] = [:]
+        /// Per observer, its routing key and topic filter.
+        var observerSubscriptions: [Int: (key: RoutingKey, topicFilter: String)] = [:]
+        /// The observers of requests' responses by correlation id: a table of their own, without ids or lists, as
+        /// every request adds one (two for an Update published twice) and removes it again when it ends.
+        var responseObservers: [String: ResponseObserver] = [:]
         var responseSubscriptions: ResponseSubscriptions
         /// Per own actor.
         var ioValueReceivers: [String: [IoValueReceiver]] = [:]
@@ -396,6 +403,7 @@ public final class CommunicationManager: Sendable {
         let ended = state.withLock { state in
             let ended = (
                 events: state.eventObservers.values.flatMap { $0 },
+                responses: state.responseObservers.values.map(\.receive),
                 ioValues: state.ioValueReceivers.values.flatMap { $0 },
                 ioStates: state.ioStateObservers.values.flatMap(\.values),
                 ioStatesOfMany: state.ioStatesObservers.values.map { $0 },
@@ -420,6 +428,7 @@ public final class CommunicationManager: Sendable {
         }
         ended.ioValues.forEach { $0.finish() }
         ended.events.forEach { $0.finish() }
+        ended.responses.forEach { _ = $0(.end) }
         ended.raw.forEach { $0.finish() }
         ended.routeMonitors.forEach { $0.finish() }
     }
@@ -712,35 +721,35 @@ public final class CommunicationManager: Sendable {
 
     /// Registers an observer and the subscription it needs; returns its id for `removeObserver`.
     func addObserver(
-        _ eventType: CoatyEventType, filter: String? = nil, correlationId: String? = nil,
+        _ eventType: CoatyEventType, filter: String? = nil,
         deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
     ) -> Int {
-        let key = RoutingKey(eventType, filter: filter, correlationId: correlationId)
+        let key = RoutingKey(eventType: eventType, filter: filter)
         let topicFilter = CoatyTopic.subscriptionFilter(
-            namespace: subscriptionNamespace, eventType: eventType, filter: filter, correlationId: correlationId)
+            namespace: subscriptionNamespace, eventType: eventType, filter: filter)
         return state.withLock { state in
             let id = state.makeObserverId()
             state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
-            state.observerSubscriptions[id] = (key, topicFilter, false)
+            state.observerSubscriptions[id] = (key, topicFilter)
             addSubscription(topicFilter, in: &state)
             return id
         }
     }
 
-    /// The response observers of one request, one per publication of it (an Update of an application object type
-    /// is published twice): their ids and correlation ids, and whether `keepResponseTopics` is due once the request
-    /// is published. Two named fields rather than arrays: a Call registers one with every call.
+    /// The correlation ids of one request's publications (an Update of an application object type is published
+    /// twice), and whether `keepResponseTopics` is due once the request is published. Two named fields rather than
+    /// an array: a Call registers one with every call.
     struct RequestObservers {
-        var first: (id: Int, correlationId: String)
-        var second: (id: Int, correlationId: String)?
+        var first: String
+        var second: String?
         var needsUpkeep: Bool
     }
 
-    /// Registers the observers of a request's responses on topics of `responseSubscriptions`; nil (and nothing
+    /// Registers `receive` for the responses to a request on topics of `responseSubscriptions`; nil (and nothing
     /// registered) when `maximumPendingRequests` would be passed.
     func addResponseObservers(
         of responseType: CoatyEventType, isPublishedTwice: Bool,
-        deliver: @escaping @Sendable (CoatyTopic, CoatyEvent) -> Void, finish: @escaping @Sendable () -> Void
+        receive: @escaping @Sendable (ResponseSignal) -> Bool
     ) -> RequestObservers? {
         let namespace = subscriptionNamespace
         return state.withLock { state in
@@ -753,17 +762,26 @@ public final class CommunicationManager: Sendable {
                     })
             else { return nil }
             addSubscriptions(taken.subscribeBefore, in: &state)
-            func register(_ topic: ResponseSubscriptions.ResponseTopic) -> (id: Int, correlationId: String) {
-                let id = state.makeObserverId()
-                let key = RoutingKey(responseType, filter: nil, correlationId: topic.correlationId)
-                state.eventObservers[key, default: []].append(EventObserver(id: id, deliver: deliver, finish: finish))
-                state.observerSubscriptions[id] = (key, topic.topicFilter, true)
-                return (id, topic.correlationId)
+            func register(_ topic: ResponseSubscriptions.ResponseTopic) -> String {
+                state.responseObservers[topic.correlationId] = ResponseObserver(
+                    responseType: responseType, receive: receive, topicFilter: topic.topicFilter)
+                return topic.correlationId
             }
             return RequestObservers(
-                first: register(taken.responseTopics[0]),
-                second: isPublishedTwice ? register(taken.responseTopics[1]) : nil,
-                needsUpkeep: taken.needsUpkeep)
+                first: register(taken.first), second: taken.second.map(register), needsUpkeep: taken.needsUpkeep)
+        }
+    }
+
+    /// The request of these correlation ids ended: their observers go, their response topics are given back.
+    func removeResponseObservers(_ first: String, _ second: String?) {
+        state.withLock { state in
+            func remove(_ correlationId: String) {
+                guard let observer = state.responseObservers.removeValue(forKey: correlationId) else { return }
+                removeSubscriptions(
+                    state.responseSubscriptions.release(observer.topicFilter, isOnline: state.isOnline), in: &state)
+            }
+            remove(first)
+            if let second { remove(second) }
         }
     }
 
@@ -788,20 +806,12 @@ public final class CommunicationManager: Sendable {
 
     func removeObserver(_ id: Int) {
         state.withLock { state in
-            guard let (key, topicFilter, isResponse) = state.observerSubscriptions.removeValue(forKey: id) else {
-                return
-            }
-            // One lookup of the key (a response's holds its correlation id): this runs as every request ends.
+            guard let (key, topicFilter) = state.observerSubscriptions.removeValue(forKey: id) else { return }
             if let index = state.eventObservers.index(forKey: key) {
                 state.eventObservers.values[index].removeAll { $0.id == id }
                 if state.eventObservers.values[index].isEmpty { state.eventObservers.remove(at: index) }
             }
-            if isResponse {
-                removeSubscriptions(
-                    state.responseSubscriptions.release(topicFilter, isOnline: state.isOnline), in: &state)
-            } else {
-                removeSubscription(topicFilter, in: &state)
-            }
+            removeSubscription(topicFilter, in: &state)
         }
     }
 
@@ -904,7 +914,11 @@ public final class CommunicationManager: Sendable {
         default:
             break
         }
-        let key = RoutingKey(topic.eventType, filter: topic.filter, correlationId: topic.correlationId)
+        if topic.eventType.isResponse {
+            deliverResponse(topic, event)
+            return
+        }
+        let key = RoutingKey(eventType: topic.eventType, filter: topic.filter)
         let observers = state.withLock { $0.eventObservers[key] } ?? []
         for observer in observers {
             observer.deliver(topic, event)

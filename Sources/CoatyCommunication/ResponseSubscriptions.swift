@@ -40,13 +40,17 @@ struct ResponseSubscriptions {
         var topicFilter: String
     }
 
-    /// What requests get: per request its correlation id and response topic; the topics to subscribe before the
-    /// requests are published (when no spare was left, as for the first request of a response type: its own and
-    /// fresh spares, one packet); and whether `upkeep` is due once they are published.
+    /// What requests get: per request its correlation id and response topic (a request is published once or, an
+    /// Update, twice: two fields rather than an array, which was an allocation with every request); the topics to
+    /// subscribe before the requests are published (when no spare was left, as for the first request of a response
+    /// type: its own and fresh spares, one packet); and whether `upkeep` is due once they are published.
     struct Taken: Equatable {
-        var responseTopics: [ResponseTopic]
+        var first: ResponseTopic
+        var second: ResponseTopic?
         var subscribeBefore: [String]
         var needsUpkeep: Bool
+
+        var responseTopics: [ResponseTopic] { [first] + (second.map { [$0] } ?? []) }
     }
 
     /// What an upkeep changes: spares to subscribe, ended topics to give up.
@@ -73,31 +77,36 @@ struct ResponseSubscriptions {
 
     func spareCount(of responseType: CoatyEventType) -> Int { spares[responseType]?.count ?? 0 }
 
-    /// Correlation ids for `count` requests with responses of `responseType` (an Update is published twice), each
-    /// with its topic (`filter` of the correlation id) subscribed or to be subscribed before it is published; nil if
-    /// that would make more than `maximumPending` requests in flight.
+    /// Correlation ids for `count` requests (1, or 2 for an Update published twice) with responses of
+    /// `responseType`, each with its topic (`filter` of the correlation id) subscribed or to be subscribed before it
+    /// is published; nil if that would make more than `maximumPending` requests in flight.
     mutating func take(_ count: Int, of responseType: CoatyEventType, filter: (String) -> String) -> Taken? {
+        precondition(count == 1 || count == 2, "a request is published once or twice")
         guard pendingCount + count <= maximumPending else { return nil }
         pendingCount += count
-        // Taken out of the dictionary while it changes, so that the array is not copied.
-        var available = spares.removeValue(forKey: responseType) ?? []
-        var taken = Taken(responseTopics: [], subscribeBefore: [], needsUpkeep: false)
-        for _ in 0..<count {
-            if let spare = available.popLast() {
-                taken.responseTopics.append(spare)
-            } else {
-                let fresh = makeCorrelationIds(1)[0]
-                let topicFilter = filter(fresh)
-                taken.responseTopics.append(ResponseTopic(correlationId: fresh, topicFilter: topicFilter))
-                taken.subscribeBefore.append(topicFilter)
+        let makeCorrelationIds = makeCorrelationIds
+        var subscribeBefore: [String] = []
+        /// The newest spare, or a fresh correlation id whose topic is to be subscribed first.
+        func takeOne(from spares: inout [ResponseTopic]) -> ResponseTopic {
+            if let spare = spares.popLast() { return spare }
+            let fresh = makeCorrelationIds(1)[0]
+            let topicFilter = filter(fresh)
+            subscribeBefore.append(topicFilter)
+            return ResponseTopic(correlationId: fresh, topicFilter: topicFilter)
+        }
+        /// One access to the spares, in place in the dictionary (its `default:` subscript): not copied, hashed once.
+        func takeAll(from spares: inout [ResponseTopic]) -> (ResponseTopic, ResponseTopic?, isLow: Bool) {
+            let first = takeOne(from: &spares)
+            let second = count == 2 ? takeOne(from: &spares) : nil
+            // The request waits for a subscription anyway: the spares go in the same packet, ahead of it.
+            if !subscribeBefore.isEmpty {
+                subscribeBefore += Self.refill(&spares, makeCorrelationIds: makeCorrelationIds, filter: filter)
             }
+            return (first, second, Self.isLow(spares))
         }
-        // The request waits for a subscription anyway: the spares go in the same packet, ahead of it.
-        if !taken.subscribeBefore.isEmpty {
-            taken.subscribeBefore += refill(&available, filter: filter)
-        }
-        spares[responseType] = available
-        if !isUpkeepDue && (Self.isLow(available) || ended.count >= Self.batchSize) {
+        let (first, second, isLow) = takeAll(from: &spares[responseType, default: []])
+        var taken = Taken(first: first, second: second, subscribeBefore: subscribeBefore, needsUpkeep: false)
+        if !isUpkeepDue && (isLow || ended.count >= Self.batchSize) {
             isUpkeepDue = true
             taken.needsUpkeep = true
         }
@@ -109,11 +118,12 @@ struct ResponseSubscriptions {
     /// for a response type.
     mutating func upkeep(filter: (CoatyEventType, String) -> String) -> Upkeep {
         isUpkeepDue = false
+        let makeCorrelationIds = makeCorrelationIds
         var upkeep = Upkeep(subscribe: [], unsubscribe: [])
         for responseType in spares.keys.filter({ Self.isLow(spares[$0] ?? []) }) {
-            var available = spares.removeValue(forKey: responseType) ?? []
-            upkeep.subscribe += refill(&available) { filter(responseType, $0) }
-            spares[responseType] = available
+            upkeep.subscribe += Self.refill(
+                &spares[responseType, default: []], makeCorrelationIds: makeCorrelationIds
+            ) { filter(responseType, $0) }
         }
         if ended.count >= Self.batchSize {
             upkeep.unsubscribe = ended
@@ -125,7 +135,9 @@ struct ResponseSubscriptions {
     private static func isLow(_ spares: [ResponseTopic]) -> Bool { spares.count <= spareCount - batchSize }
 
     /// Fresh spares up to `spareCount` (used after the older ones); returns their topics.
-    private func refill(_ spares: inout [ResponseTopic], filter: (String) -> String) -> [String] {
+    private static func refill(
+        _ spares: inout [ResponseTopic], makeCorrelationIds: (Int) -> [String], filter: (String) -> String
+    ) -> [String] {
         guard spares.count < Self.spareCount else { return [] }
         let fresh = makeCorrelationIds(Self.spareCount - spares.count).map { correlationId in
             ResponseTopic(correlationId: correlationId, topicFilter: filter(correlationId))
