@@ -220,9 +220,7 @@ extension CommunicationManager {
             }
             return DiscoverRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: discover,
-                responder: { [weak self] (resolve: ResolveEvent) throws(CoatyError) in
-                    self?.publish(.resolve(resolve), correlationId: correlationId)
-                })
+                manager: self, makeEvent: { .resolve($0) })
         }
     }
 
@@ -232,9 +230,7 @@ extension CommunicationManager {
             guard case .query(let query) = event, let self, let correlationId = topic.correlationId else { return nil }
             return QueryRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: query,
-                responder: { [weak self] (retrieve: RetrieveEvent) throws(CoatyError) in
-                    self?.publish(.retrieve(retrieve), correlationId: correlationId)
-                })
+                manager: self, makeEvent: { .retrieve($0) })
         }
     }
 
@@ -250,9 +246,7 @@ extension CommunicationManager {
             else { return nil }
             return CallRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: call,
-                responder: { [weak self] (returned: ReturnEvent) throws(CoatyError) in
-                    self?.publish(.returnEvent(returned), correlationId: correlationId)
-                })
+                manager: self, makeEvent: { .returnEvent($0) })
         }
     }
 
@@ -276,9 +270,10 @@ extension CommunicationManager {
             else { return nil }
             return UpdateRequest(
                 sourceId: topic.sourceId, namespace: topic.namespace, correlationId: correlationId, event: update,
-                responder: { [weak self] (complete: CompleteEvent) throws(CoatyError) in
+                manager: self,
+                makeEvent: { (complete: CompleteEvent) throws(CoatyError) in
                     guard update.accepts(complete) else { throw .invalidName("Complete for another object") }
-                    self?.publish(.complete(complete), correlationId: correlationId)
+                    return .complete(complete)
                 })
         }
     }

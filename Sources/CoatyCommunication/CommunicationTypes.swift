@@ -32,12 +32,16 @@ public struct ReceivedRequest<Request: Sendable, Response: Sendable>: Sendable {
     public let namespace: String
     public let correlationId: String
     public let event: Request
-    let responder: @Sendable (Response) throws(CoatyError) -> Void
+    /// The manager that received the request, held strongly: a responder closure that held it weakly was an
+    /// allocation and a weak reference with every request. A request kept to be answered later keeps it alive.
+    let manager: CommunicationManager
+    /// The response as the event to publish; fails for a response that does not answer the request.
+    let makeEvent: @Sendable (Response) throws(CoatyError) -> CoatyEvent
 
     /// Publishes a response in this agent's namespace, queued while offline; on the caller's executor, as the one-way
     /// publications (see `publishChannel`).
     nonisolated(nonsending) public func respond(_ response: Response) async throws(CoatyError) {
-        try responder(response)
+        manager.publish(try makeEvent(response), correlationId: correlationId)
     }
 }
 

@@ -144,10 +144,11 @@ enum JSONStringFormat {
         output.append(UInt8(ascii: "\""))
     }
 
-    /// Copies the runs between characters that need escaping as they are: most strings have none.
+    /// Copies the runs between characters that need escaping as they are: most strings have none, and are
+    /// checked eight bytes at a time.
     private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout JSONWriter) {
         var runStart = 0
-        for index in bytes.indices {
+        for index in JSONStringScan.firstSpecialByte(in: bytes, from: 0)..<bytes.count {
             let byte = bytes[index]
             guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
             output.append(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))

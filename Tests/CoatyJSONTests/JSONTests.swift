@@ -22,6 +22,49 @@ import Testing
         #expect(value.serialized() == "\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\\u0001\\u001f\u{E9}\u{20AC}😀\u{2028}\"")
     }
 
+    /// The word-at-a-time scan of the writer and the parser: a special character at any place of a long string, next
+    /// to text of every width of UTF-8, is escaped and read back where it is.
+    @Test(arguments: ["\"", "\\", "\n", "\u{01}", "\u{1F}", "\u{7F}"])
+    func aSpecialCharacterAtAnyPlaceOfALongStringIsEscapedAndReadBack(special: String) throws {
+        let escaped = [
+            "\"": "\\\"", "\\": "\\\\", "\n": "\\n", "\u{01}": "\\u0001", "\u{1F}": "\\u001f", "\u{7F}": "\u{7F}",
+        ]
+        for filler in ["a", "é", "€", "😀"] {
+            for place in 0..<40 {
+                let text =
+                    String(repeating: filler, count: place) + special + String(repeating: filler, count: 40 - place)
+                let expected =
+                    "\"" + String(repeating: filler, count: place) + (escaped[special] ?? "")
+                    + String(repeating: filler, count: 40 - place) + "\""
+                #expect(JSONValue.string(text).serialized() == expected, "\(filler) \(place)")
+                #expect(try JSONValue(parsing: Array(expected.utf8)) == .string(text), "\(filler) \(place)")
+            }
+        }
+    }
+
+    /// The scan stops at the word that holds the first special byte, never after it, and crosses only words that
+    /// hold none, whatever their other bytes (all 256 values tried, one per place).
+    @Test func theScanStopsAtTheWordOfTheFirstSpecialByteAndNeverEarlierForOtherBytes() {
+        let plain = (0...255).map(UInt8.init).filter {
+            $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+        }
+        let bytes = plain + plain
+        bytes.withUnsafeBufferPointer { buffer in
+            #expect(JSONStringScan.firstSpecialByte(in: buffer, from: 0) == buffer.count / 8 * 8)
+            #expect(JSONStringScan.firstSpecialByte(in: buffer, from: 3) == 3 + (buffer.count - 3) / 8 * 8)
+        }
+        for special in [UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x00, 0x1F] {
+            for place in 0..<40 {
+                var text = Array(plain.prefix(48))
+                text[place] = special
+                text.withUnsafeBufferPointer { buffer in
+                    let found = JSONStringScan.firstSpecialByte(in: buffer, from: 0)
+                    #expect(found <= place && place < found + 8, "\(special) at \(place): \(found)")
+                }
+            }
+        }
+    }
+
     @Test func objectsKeepMemberOrderAndReplaceInPlace() {
         var object: JSONObject = ["name": "x", "coreType": "IoNode"]
         object["objectId"] = "1"

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The event kinds of the Coaty protocol, with their topic codes.
 public enum CoatyEventType: String, Sendable, Hashable, CaseIterable {
     case advertise = "ADV"
@@ -324,10 +326,13 @@ private struct TopicLevels {
     }
 
     mutating func next() -> UnsafeBufferPointer<UInt8>? {
-        guard start <= bytes.count else { return nil }
-        // A plain loop: `firstIndex(of:)` on a slice of the buffer stood out in the profile of every inbound event.
-        var end = start
-        while end < bytes.count, bytes[end] != UInt8(ascii: "/") { end += 1 }
+        guard start <= bytes.count, let base = bytes.baseAddress else { return nil }
+        // memchr, which compares a vector's width of bytes at a time: a loop over the bytes, and before it
+        // `firstIndex(of:)` on a slice of the buffer, stood out in the profile of every inbound event.
+        let end =
+            memchr(base + start, Int32(UInt8(ascii: "/")), bytes.count - start).map {
+                base.distance(to: $0.assumingMemoryBound(to: UInt8.self))
+            } ?? bytes.count
         defer { start = end + 1 }
         return UnsafeBufferPointer(rebasing: bytes[start..<end])
     }
