@@ -49,8 +49,6 @@ struct ResponseSubscriptions {
         var second: ResponseTopic?
         var subscribeBefore: [String]
         var needsUpkeep: Bool
-
-        var responseTopics: [ResponseTopic] { [first] + (second.map { [$0] } ?? []) }
     }
 
     /// What an upkeep changes: spares to subscribe, ended topics to give up.

@@ -3,6 +3,11 @@ import Testing
 
 @testable import CoatyCommunication
 
+extension ResponseSubscriptions.Taken {
+    /// The response topics of the request's one or two publications.
+    var responseTopics: [ResponseSubscriptions.ResponseTopic] { [first] + (second.map { [$0] } ?? []) }
+}
+
 /// The bookkeeping of response topics subscribed ahead of requests: which topics go out when, that a correlation id
 /// is used once, and that memory stays bounded.
 @Suite struct ResponseSubscriptionsTests {
