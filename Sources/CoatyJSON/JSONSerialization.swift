@@ -150,7 +150,7 @@ enum JSONStringFormat {
         var runStart = 0
         for index in JSONStringScan.firstSpecialByte(in: bytes, from: 0)..<bytes.count {
             let byte = bytes[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            guard JSONStringScan.isSpecial(byte) else { continue }
             output.append(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
             writeEscape(of: byte, to: &output)
             runStart = index + 1

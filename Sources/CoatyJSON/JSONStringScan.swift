@@ -2,6 +2,12 @@
 /// which end a string or need an escape. Ids and names, the bulk of a Coaty payload, have none, so the parser and the
 /// writer skip them eight bytes at a time.
 enum JSONStringScan {
+    /// Whether JSON treats `byte` specially in a string's text: the one-byte form of the word test below.
+    @inline(__always)
+    static func isSpecial(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
     /// The index of the first special byte from `start` on, or, when the words before them hold none, of the start
     /// of the last fewer than eight bytes; the caller goes on byte by byte from there (a word that holds one returns
     /// its own start). Each word is tested with the bit tricks for a zero byte (Hacker's Delight, 6-1):
