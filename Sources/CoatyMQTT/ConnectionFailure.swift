@@ -50,6 +50,13 @@ enum ConnectionFailure {
         return "TLS: the broker ended the session before it accepted the connection (\(question))"
     }
 
+    /// The socket hung up during the TLS handshake, before any TLS failure was reported: with the system's error for
+    /// it where the socket still held one ("connection refused"), else that the connection ended.
+    static func handshakeEnded(socketError: Int32) -> String {
+        let cause = socketError != 0 ? system(socketError) : "the connection ended"
+        return "TLS: \(cause) during the handshake"
+    }
+
     /// OpenSSL's X509_V_ERR codes that mean the broker's certificate does not lead to a trusted CA.
     private static let unknownAuthority: Set<Int> = [2, 18, 19, 20, 21]
     private static let hostnameMismatchCode = 62

@@ -537,7 +537,12 @@ private final class NetworkSession {
         var runningJobs: [UnownedJob] = []
         var rc = MOSQ_ERR_SUCCESS.rawValue
         while rc == MOSQ_ERR_SUCCESS.rawValue {
-            if isWoken, transport.state.withLock({ $0.stopMode == .clean }) { return rc }
+            if isWoken, let stopMode = transport.state.withLock({ $0.stopMode }) {
+                if stopMode == .clean { return rc }
+                // An abrupt stop shuts the socket down, which ends a connection by failing its next read; a TLS
+                // handshake on it may never fail (see below), so the stop ends it here.
+                if !accepted && options.tls != nil { return MOSQ_ERR_CONN_LOST.rawValue }
+            }
             let socket = mosquitto_socket(handle)
             guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
             executor.runJobs(using: &runningJobs)
@@ -554,6 +559,14 @@ private final class NetworkSession {
             (ready, isWoken) = waitForWork(on: socket, timeout: timeout)
             if !accepted && options.tls != nil {
                 rc = mosquitto_loop(handle, 0, 1)
+                // libmosquitto 2.0 takes OpenSSL's SSL_ERROR_SYSCALL in the handshake (a write to a socket whose
+                // connect was refused or whose peer went away: EPIPE) for "try again" and returns success, so on a
+                // socket that hung up or holds an error the handshake would be tried again and again for good, a
+                // core busy and the stop never seen.
+                if rc == MOSQ_ERR_SUCCESS.rawValue && ready & Int16(POLLHUP | POLLERR) != 0 {
+                    failure = failure ?? ConnectionFailure.handshakeEnded(socketError: Self.pendingError(socket))
+                    return MOSQ_ERR_CONN_LOST.rawValue
+                }
                 if rc == MOSQ_ERR_INVAL.rawValue && socket >= FD_SETSIZE {
                     failure =
                         "the socket's descriptor \(socket) is beyond the \(FD_SETSIZE) that libmosquitto's TLS handshake can wait on (select); the process has too many files open"
@@ -619,6 +632,13 @@ private final class NetworkSession {
             _ = read(transport.wakeEvent, &counter, MemoryLayout<UInt64>.size)
         }
         return (socket == nil ? 0 : descriptors.1.revents, isWoken)
+    }
+
+    /// The socket's pending error (SO_ERROR), taken from it; 0 if none.
+    private static func pendingError(_ socket: Int32) -> Int32 {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(socket, SOL_SOCKET, SO_ERROR, &code, &length) == 0 ? code : 0
     }
 
     private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {

@@ -1,5 +1,7 @@
 import CoatyMQTT
+import Glibc
 import MQTTTestSupport
+import Synchronization
 import Testing
 
 /// TLS with certificates made by `openssl` for the test, against a mosquitto that requires client certificates.
@@ -76,10 +78,98 @@ import Testing
         try await lenient.disconnect()
     }
 
+    /// libmosquitto 2.0 retries a handshake whose write failed with EPIPE (OpenSSL's SSL_ERROR_SYSCALL) for good: an
+    /// agent whose broker went away while its connect was still under way spun a core and never stopped. Here the
+    /// connect waits in a full queue of a listener that then closes, so the retried SYN is refused.
+    @Test func aHandshakeWhoseConnectionEndedFails() async throws {
+        let certificates = try TestCertificates()
+        let listener = try UnansweringListener()
+        let client = try TestClient(options(port: listener.port, tls: MQTTTLSOptions(caFile: certificates.caFile)))
+        try await Task.sleep(for: .milliseconds(200))
+        listener.close()
+        let events = try await client.events(through: .gaveUp(attempts: 0), timeout: .seconds(10))
+        #expect(events.count == 2, "\(events)")
+        let reason = events.first?.reason ?? ""
+        #expect(
+            reason == "TLS: connection refused during the handshake"
+                || reason == "TLS: the connection ended during the handshake", "\(events)")
+        try await client.disconnect()
+    }
+
+    /// An abrupt stop (an agent that stops before it was connected) ends a handshake that waits for its connect.
+    @Test func anAbruptStopEndsAHandshakeUnderWay() async throws {
+        let certificates = try TestCertificates()
+        let listener = try UnansweringListener()
+        defer { listener.close() }
+        let client = try TestClient(options(port: listener.port, tls: MQTTTLSOptions(caFile: certificates.caFile)))
+        try await Task.sleep(for: .milliseconds(200))
+        // Unstructured, so that a stop that never returns fails the test instead of hanging it.
+        let stopped = Mutex(false)
+        Task {
+            _ = try await client.disconnect(.abrupt)
+            stopped.withLock { $0 = true }
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !stopped.withLock({ $0 }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(stopped.withLock { $0 }, "the stop did not return within 5 s")
+    }
+
+    private func options(port: Int, tls: MQTTTLSOptions) -> MQTTConnectOptions {
+        var options = MQTTConnectOptions(host: "127.0.0.1", port: port, clientId: "tls-client", tls: tls)
+        options.reconnect.maximumAttempts = 0
+        return options
+    }
+
     private func options(_ broker: TestBroker, tls: MQTTTLSOptions) -> MQTTConnectOptions {
         var options = broker.connectOptions(clientId: "tls-client")
         options.tls = tls
         options.reconnect.maximumAttempts = 0
         return options
     }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts nothing and whose queue is full, so that a client's connect stays under
+/// way (its SYN is dropped and retried after a second) until `close`, after which the retried SYN is refused.
+private final class UnansweringListener: Sendable {
+    let port: Int
+    private let descriptors: Mutex<[Int32]>
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(listener, address, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, address, &length) == 0
+            }
+        }
+        guard listener >= 0, bound else { throw TestSupportError("cannot listen: \(String(cString: strerror(errno)))") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        // A backlog of 0 holds one connection; the next ones fill what the kernel keeps beyond it.
+        var all = [listener]
+        for _ in 0..<3 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    _ = connect(filler, address, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            all.append(filler)
+        }
+        descriptors = Mutex(all)
+    }
+
+    func close() {
+        descriptors.withLock { descriptors in
+            for descriptor in descriptors { _ = Glibc.close(descriptor) }
+            descriptors = []
+        }
+    }
+
+    deinit { close() }
 }
