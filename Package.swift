@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layers, each depending only on the ones above it:
-//   C shims                 CMosquitto, CMosquittoInput, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages, CFileSystemType
+//   C shims                 CMosquitto, CMosquittoSocket, CI2C, CGPIOD, CAvahi, CBuildInfo, CProgramPages, CFileSystemType
 //   base                    ElapsedTime (an instant as the time since an origin), DetachedThread (blocking calls, the
 //                           timespec of their waits)
 //   JSON, model and codec   CoatyJSON, CoatyModel (pure Swift, no I/O); CoatyFiles (bounded reads of operators' files)
@@ -53,9 +53,9 @@ let package = Package(
         .target(name: "CBuildInfo"),
         // Unmapping the program's read-only pages once the agent has started (start-up code is not kept resident).
         .target(name: "CProgramPages"),
-        // libmosquitto's reads of the broker socket served from a buffer: a burst of packets in one read() rather than
-        // three per packet.
-        .target(name: "CMosquittoInput", linkerSettings: [.linkedLibrary("dl")]),
+        // libmosquitto's reads of the broker socket served from a buffer (a burst of packets in one read() rather than
+        // three per packet), and its writes gathered into one (a batch of packets in one write() rather than one each).
+        .target(name: "CMosquittoSocket", linkerSettings: [.linkedLibrary("dl")]),
         // Whether a sysfs attribute kept open is really on sysfs (fstatfs), for EdgeHardware.
         .target(name: "CFileSystemType"),
 
@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "CoatyFiles"),
 
         // Communication.
-        .target(name: "CoatyMQTT", dependencies: ["CMosquitto", "CMosquittoInput", "DetachedThread"]),
+        .target(name: "CoatyMQTT", dependencies: ["CMosquitto", "CMosquittoSocket", "DetachedThread"]),
         // Brokers found by mDNS/DNS-SD (_coaty-mqtt._tcp, as Coaty JS publishes them) through Avahi's client library.
         // libavahi-client is loaded with dlopen at the first browse, so that an agent with a broker URL does not map it
         // and the libraries it pulls in (D-Bus, libsystemd, gcrypt, compressors: about 1 MiB); its headers only build.
@@ -206,7 +206,8 @@ let package = Package(
         .testTarget(name: "CoatyModelTests", dependencies: ["CoatyModel"]),
         .testTarget(name: "DetachedThreadTests", dependencies: ["DetachedThread"]),
         .testTarget(
-            name: "CoatyMQTTTests", dependencies: ["CoatyMQTT", "CMosquittoInput", "DetachedThread", "MQTTTestSupport"]),
+            name: "CoatyMQTTTests",
+            dependencies: ["CoatyMQTT", "CMosquittoSocket", "DetachedThread", "MQTTTestSupport"]),
         .testTarget(name: "CoatyBrokerDiscoveryTests", dependencies: ["CoatyBrokerDiscovery"]),
         .testTarget(
             name: "CoatyCommunicationTests",

@@ -1,5 +1,5 @@
 import CMosquitto
-import CMosquittoInput
+import CMosquittoSocket
 import DetachedThread
 import Glibc
 import Synchronization
@@ -10,9 +10,11 @@ import Synchronization
 /// `_misc`) rather than `mosquitto_loop`: it also waits on an eventfd, so that it can run the jobs of a
 /// `ConnectionExecutor` between reads and writes, and be woken for them. libmosquitto's own wake-up pipe, written
 /// for every packet it queues and read only by its own loop, is closed before the connect (`LibraryWakePipe`).
-/// libmosquitto's reads of the socket go through a buffer of the network thread (`CMosquittoInput`), and the thread
+/// libmosquitto's reads of the socket go through a buffer of the network thread (`CMosquittoSocket`), and the thread
 /// reads every packet of the buffer before it polls again: a burst of values costs one read() and one poll(), where
-/// libmosquitto alone reads each packet with three read() calls, one packet per poll.
+/// libmosquitto alone reads each packet with three read() calls, one packet per poll. Its writes are gathered in a
+/// buffer of the connection for the length of each `mosquitto_loop_write` (`writeQueued`), so that the packets
+/// queued meanwhile (a batch of `publishingTogether`) leave in one write() rather than one each.
 /// It reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own schedule and retries failed TCP
 /// connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
@@ -31,6 +33,8 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     /// Other threads queue packets on it (`publish`, `subscribe`, `unsubscribe` while `state.connected`), and
     /// write them while the network thread sleeps; libmosquitto locks its queues internally in threaded mode.
     fileprivate let handle: OpaquePointer
+    /// Where libmosquitto's writes are gathered (see `writeQueued`); nil when it could not be had.
+    fileprivate let writeBuffer: OpaquePointer?
     fileprivate let state = Mutex(State())
     /// An eventfd that wakes the network thread: for jobs, for packets queued by other threads, and to stop.
     fileprivate let wakeEvent: Int32
@@ -49,9 +53,10 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         /// thread: libmosquitto's own descriptor could be closed and reused by then; this one is closed only by us,
         /// under the lock.
         var socket: Int32?
-        /// Counts the connections, so that a `publishingTogether` that began on one does not uncork the next.
+        /// Counts the connections, so that a `publishingTogether` that began on one is not counted on the next.
         var connectionSerial = 0
-        /// Callers inside `publishingTogether` on the current connection: its socket is corked while there are any.
+        /// Callers inside `publishingTogether` on the current connection: what is published meanwhile waits for the
+        /// last of them to return.
         var togetherPublishers = 0
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -76,13 +81,26 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         }
         self.handle = handle
         self.wakeEvent = wakeEvent
+        // Without one (memory is short), each packet is written on its own, as libmosquitto does.
+        writeBuffer = coaty_write_buffer_create(Self.writeBufferCapacity)
         (connectionEvents, events) = AsyncStream.makeStream()
     }
 
     deinit {
         mosquitto_destroy(handle)
+        coaty_write_buffer_destroy(writeBuffer)
         close(wakeEvent)
     }
+
+    /// The packets one write() carries at most: about 100 values of a thermal zone.
+    static let writeBufferCapacity = 32 * 1024
+
+    /// Whether libmosquitto's writes to the broker socket are gathered (false where libmosquitto's dynamic section
+    /// was not understood: it then writes packet by packet, as without the buffer).
+    package static var writesAreGathered: Bool { libraryWritesGathered }
+
+    /// The write() calls made on this transport's sockets for gathered packets; for tests and benchmarks.
+    package var socketWrites: Int { Int(coaty_write_buffer_system_writes(writeBuffer)) }
 
     /// Whether libmosquitto's reads of the broker socket go through the network thread's buffer (false where
     /// libmosquitto's dynamic section was not understood: it then reads packet by packet, as without the buffer).
@@ -192,7 +210,11 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     /// the same checks run here, so that a bad topic is reported as such rather than queued by the caller.
     public func publish(_ message: MQTTMessage) throws(MQTTError) {
         try Self.checkPayloadSize(message.payload)
-        guard let executor = state.withLock({ $0.connected ? $0.executor : nil }) else {
+        guard
+            let (executor, isTogether) = state.withLock({ state in
+                state.connected ? state.executor.map { ($0, state.togetherPublishers > 0) } : nil
+            })
+        else {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
@@ -215,53 +237,70 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         default: try check(rc)
         }
         // A job on the network thread (a task answering an event) writes the packet at once, before the rest of the
-        // task and the other jobs run: they would otherwise delay every answer by the time they take. libmosquitto
-        // writes each packet with a write() of its own either way. Never from inside one of libmosquitto's callbacks
-        // (a synchronous observer that publishes from `dispatch`): it holds its callback mutex around `on_message`
-        // and takes it again for `on_publish` as it writes, so a write there would deadlock; jobs run between reads,
-        // never inside one. From another thread, while the network thread sleeps, this thread writes the packet
-        // itself rather than waking it for that.
+        // task and the other jobs run: they would otherwise delay every answer by the time they take. Never from
+        // inside one of libmosquitto's callbacks (a synchronous observer that publishes from `dispatch`): it holds
+        // its callback mutex around `on_message` and takes it again for `on_publish` as it writes, so a write there
+        // would deadlock; jobs run between reads, never inside one.
         if executor.isRunningJobOnCurrentThread {
             // A failed write leaves the packet queued; the network thread meets the error on its next write.
-            _ = mosquitto_loop_write(handle, 1)
+            _ = writeQueued()
             return
         }
-        executor.wakeIfSleeping { [handle] in
-            mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue || mosquitto_want_write(handle)
-        }
+        // Inside `publishingTogether` the packet waits for its end, to leave with the others in one write().
+        guard !isTogether else { return }
+        writeOrWake(executor)
     }
 
-    /// Corks the socket (TCP_CORK) while `body` publishes, and sends what was written meanwhile when it returns, in
-    /// as few TCP segments as fit: libmosquitto 2.0 writes each packet with a write() of its own and has no call to
+    /// Holds back what is published while `body` runs, and writes it when `body` returns, in one write() (as many as
+    /// the write buffer needs): libmosquitto 2.0 writes each packet with a write() of its own and has no call to
     /// write several at once, and on a connection with TCP_NODELAY each write was a segment of its own, with the
-    /// kernel's whole send and (on loopback) receive path and a wake-up of the broker. Packets the network thread
-    /// writes meanwhile (a ping, an answer) wait for the end of `body` as well, so `body` must not block or wait.
-    /// Nested and concurrent callers share the cork; the last one to return sends.
+    /// kernel's whole send and (on loopback) receive path and a wake-up of the broker. `body` must not block or wait.
+    /// Nested and concurrent callers share the wait; the last one to return writes. The network thread writes what is
+    /// queued whenever it runs (an answer, a ping), batch or not.
     public func publishingTogether<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let serial = state.withLock { state -> Int? in
-            guard state.connected, let socket = state.socket else { return nil }
+            guard state.connected else { return nil }
             state.togetherPublishers += 1
-            if state.togetherPublishers == 1 { Self.setCork(socket, true) }
             return state.connectionSerial
         }
         defer {
             if let serial {
-                state.withLock { state in
-                    // A connection that ended meanwhile took its socket and its cork with it.
-                    guard state.connectionSerial == serial, let socket = state.socket else { return }
+                let executor = state.withLock { state -> ConnectionExecutor? in
+                    // A connection that ended meanwhile took its count with it.
+                    guard state.connectionSerial == serial else { return nil }
                     state.togetherPublishers -= 1
-                    if state.togetherPublishers == 0 { Self.setCork(socket, false) }
+                    return state.togetherPublishers == 0 && state.connected ? state.executor : nil
+                }
+                if let executor {
+                    if executor.isRunningJobOnCurrentThread {
+                        _ = writeQueued()
+                    } else {
+                        writeOrWake(executor)
+                    }
                 }
             }
         }
         return try body()
     }
 
-    private static func setCork(_ socket: Int32, _ isCorked: Bool) {
-        var value: Int32 = isCorked ? 1 : 0
-        // A socket that cannot be corked (it just failed) publishes packet by packet, as without this.
-        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    /// From a thread other than the network thread: writes what is queued while the network thread sleeps, rather
+    /// than waking it for that; wakes it when the socket did not take everything (it then waits to write the rest).
+    private func writeOrWake(_ executor: ConnectionExecutor) {
+        executor.wakeIfSleeping { writeQueued() != MOSQ_ERR_SUCCESS.rawValue || wantsWrite }
     }
+
+    /// Writes the packets libmosquitto has queued, gathered into as few write() calls as the write buffer allows;
+    /// libmosquitto's result, or `MOSQ_ERR_ERRNO` (errno set) when writing what was gathered failed.
+    fileprivate func writeQueued() -> Int32 {
+        coaty_write_gather_begin(writeBuffer)
+        let rc = mosquitto_loop_write(handle, 1)
+        guard coaty_write_gather_end() == 0 else { return MOSQ_ERR_ERRNO.rawValue }
+        return rc
+    }
+
+    /// Whether anything waits to be written: packets libmosquitto has queued, or bytes of packets the socket did not
+    /// take yet.
+    fileprivate var wantsWrite: Bool { mosquitto_want_write(handle) || coaty_write_buffer_pending(writeBuffer) > 0 }
 
     public func subscribe(_ topicFilter: String) throws(MQTTError) {
         try subscribe([topicFilter])
@@ -486,6 +525,7 @@ private final class NetworkSession {
             _ = coaty_read_buffer_attach(mosquitto_socket(handle), Self.readBufferCapacity)
             transport.socketReadCount.store(0, ordering: .relaxed)
         }
+        coaty_write_buffer_attach(transport.writeBuffer, mosquitto_socket(handle), socket)
         transport.state.withLock { state in
             state.socket = socket
             state.connectionSerial += 1
@@ -499,8 +539,10 @@ private final class NetworkSession {
             // Still reading through the buffer: bytes it holds are the start of the next packet.
             disconnectCleanly()
         }
-        // What the buffer still holds belongs to the connection that ended.
+        // What the buffers still hold belongs to the connection that ended; the write buffer's bytes count as written,
+        // as those in the socket's send buffer do.
         coaty_read_buffer_detach()
+        coaty_write_buffer_attach(transport.writeBuffer, -1, -1)
         let unwritten = transport.pendingWrites.withLock { $0.removeAll() }
         if !unwritten.isEmpty {
             transport.events.yield(.unwritten(unwritten))
@@ -547,8 +589,8 @@ private final class NetworkSession {
             guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
             executor.runJobs(using: &runningJobs)
             // What the jobs and the last callbacks published goes out before the thread waits.
-            if accepted && mosquitto_want_write(handle) {
-                rc = mosquitto_loop_write(handle, 1)
+            if accepted && transport.wantsWrite {
+                rc = transport.writeQueued()
                 guard rc == MOSQ_ERR_SUCCESS.rawValue else { break }
             }
             // Packets left in the read buffer are read at once: poll() sees only the socket.
@@ -605,16 +647,15 @@ private final class NetworkSession {
                 transport.socketReadCount.store(Int(coaty_read_buffer_system_reads()), ordering: .relaxed)
             }
         }
-        return ready & Int16(POLLOUT) != 0 ? mosquitto_loop_write(handle, 1) : MOSQ_ERR_SUCCESS.rawValue
+        return ready & Int16(POLLOUT) != 0 ? transport.writeQueued() : MOSQ_ERR_SUCCESS.rawValue
     }
 
-    /// Waits until `socket` is readable (or writable, while libmosquitto has packets queued), the wake event fires
-    /// or `timeout` milliseconds pass; does not block when jobs were queued meanwhile. Returns the socket's ready
-    /// events, and whether the wake event fired.
+    /// Waits until `socket` is readable (or writable, while packets wait to be written), the wake event fires or
+    /// `timeout` milliseconds pass; does not block when jobs were queued meanwhile. Returns the socket's ready events,
+    /// and whether the wake event fired.
     private func waitForWork(on socket: Int32?, timeout: Int32) -> (ready: Int16, isWoken: Bool) {
-        let handle = transport.handle
         // A packet queued from now on wakes the thread, or is written by the thread that queued it.
-        let (canSleep, wantsWrite) = executor.prepareToSleep { socket != nil && mosquitto_want_write(handle) }
+        let (canSleep, wantsWrite) = executor.prepareToSleep { socket != nil && transport.wantsWrite }
         let writeEvent = wantsWrite ? Int16(POLLOUT) : 0
         // A tuple, not an array: its two elements lie side by side on the stack, and a turn allocates nothing.
         var descriptors = (
@@ -669,14 +710,14 @@ private final class NetworkSession {
     private func disconnectCleanly() {
         let handle = transport.handle
         let deadline = ContinuousClock.now + .seconds(2)
-        while mosquitto_want_write(handle), ContinuousClock.now < deadline {
+        while transport.wantsWrite, ContinuousClock.now < deadline {
             let ready = Self.pollBriefly(mosquitto_socket(handle), Int16(POLLIN | POLLOUT))
             guard readAndWrite(ready) == MOSQ_ERR_SUCCESS.rawValue else { return }
         }
         guard mosquitto_disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue else { return }
-        while mosquitto_want_write(handle), ContinuousClock.now < deadline {
+        while transport.wantsWrite, ContinuousClock.now < deadline {
             guard Self.pollBriefly(mosquitto_socket(handle), Int16(POLLOUT)) >= 0,
-                mosquitto_loop_write(handle, 1) == MOSQ_ERR_SUCCESS.rawValue
+                transport.writeQueued() == MOSQ_ERR_SUCCESS.rawValue
             else { return }
         }
     }
@@ -763,6 +804,8 @@ private let libraryInitialization = mosquitto_lib_init()
 
 /// Whether libmosquitto's read() now goes through `coaty_buffered_read`, decided once per process.
 private let libraryReadsBuffered = coaty_mosquitto_buffer_reads() > 0
+/// Whether libmosquitto's write() now goes through `coaty_gathered_write`, decided once per process.
+private let libraryWritesGathered = coaty_mosquitto_gather_writes() > 0
 
 // The C callbacks are global functions: a closure could inherit an actor isolation that libmosquitto's thread
 // does not have.

@@ -1,4 +1,4 @@
-import CMosquittoInput
+import CMosquittoSocket
 import CoatyMQTT
 import Dispatch
 import Foundation

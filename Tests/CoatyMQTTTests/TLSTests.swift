@@ -15,6 +15,16 @@ import Testing
         }
         try client.publish("secure/1", [0, 1, 2, 255])
         #expect(try await client.nextMessage() == MQTTMessage(topic: "secure/1", payload: [0, 1, 2, 255]))
+
+        // OpenSSL writes the TLS records with write() too: a batch leaves in one or two (see GatheredWriteTests).
+        let writesBefore = client.transport.socketWrites
+        client.transport.publishingTogether {
+            for index in 0..<50 { try? client.publish("secure/batch", "\(index)") }
+        }
+        let batch = try await client.nextMessages(50)
+        #expect(batch.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<50).map { "\($0)" })
+        let writes = client.transport.socketWrites - writesBefore
+        #expect(writes >= 1 && writes <= 2, "\(writes) write() calls for 50 publications")
         try await client.disconnect()
     }
 
@@ -103,17 +113,18 @@ import Testing
         defer { listener.close() }
         let client = try TestClient(options(port: listener.port, tls: MQTTTLSOptions(caFile: certificates.caFile)))
         try await Task.sleep(for: .milliseconds(200))
-        // Unstructured, so that a stop that never returns fails the test instead of hanging it.
+        // Unstructured, so that a stop that never returns fails the test instead of hanging it. The limit is generous:
+        // in a full parallel test run the task itself may wait seconds for a thread of the pool.
         let stopped = Mutex(false)
         Task {
-            _ = try await client.disconnect(.abrupt)
+            await client.transport.disconnect(.abrupt)
             stopped.withLock { $0 = true }
         }
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !stopped.withLock({ $0 }) && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(stopped.withLock { $0 }, "the stop did not return within 5 s")
+        #expect(stopped.withLock { $0 }, "the stop did not return within 30 s")
     }
 
     private func options(port: Int, tls: MQTTTLSOptions) -> MQTTConnectOptions {
