@@ -109,14 +109,7 @@ package struct SensorPollLoop: Sendable {
             for index in due {
                 // The sensor and its schedule are used where they lie in their arrays: a copy of either retains
                 // every reference in it (perf at 1000 zones).
-                let result: Result<[Measurement], SensorError>
-                measurements.removeAll(keepingCapacity: true)
-                do {
-                    try sensors[index].readImmediately(into: &measurements)
-                    result = .success(measurements)
-                } catch {
-                    result = .failure(error)
-                }
+                let result = Self.read(sensors, at: index, into: &measurements)
                 let next = schedules[index].complete(result, of: sensors[index].label, at: now()) {
                     events.append((index, $0))
                 }
@@ -131,6 +124,25 @@ package struct SensorPollLoop: Sendable {
                 deliver(sensor, event)
             }
             events.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+extension SensorPollLoop {
+    /// Reads the sensor at `index` into `measurements` (emptied first). A function of its own, so that the array is
+    /// a parameter, which the compiler knows to stay unchanged during the call: the sensor is then read where it lies.
+    /// Inline in `run` (whose array closures capture), it was copied out for every read (an existential copy, which
+    /// retains every reference in it; perf at 1000 zones).
+    @inline(never)
+    fileprivate static func read(
+        _ sensors: [any ImmediateSensor], at index: Int, into measurements: inout [Measurement]
+    ) -> Result<[Measurement], SensorError> {
+        measurements.removeAll(keepingCapacity: true)
+        do {
+            try sensors[index].readImmediately(into: &measurements)
+            return .success(measurements)
+        } catch {
+            return .failure(error)
         }
     }
 }
