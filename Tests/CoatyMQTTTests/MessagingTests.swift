@@ -42,8 +42,8 @@ import Testing
         try await publisher.disconnect()
     }
 
-    /// What is published inside `publishingTogether` is held back (the socket is corked) until the outermost call
-    /// returns, then arrives complete and in order; so a batch of values leaves in one TCP segment, not one each.
+    /// What is published inside `publishingTogether` is held back (queued, not written) until the outermost call
+    /// returns, then arrives complete and in order; so a batch of values leaves in one write(), not one each.
     @Test func publishingTogetherHoldsPacketsBackUntilTheOutermostCallReturns() async throws {
         let broker = try await TestBroker.started()
         let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["together/#"])
@@ -51,7 +51,7 @@ import Testing
         let heldBack = try publisher.transport.publishingTogether { () throws -> [MQTTMessage] in
             try publisher.publish("together/1", "one")
             try publisher.transport.publishingTogether { () throws in try publisher.publish("together/2", "two") }
-            // Long enough for the broker to pass on what was sent (well below the kernel's 200 ms cork limit).
+            // Long enough for the broker to pass on anything that was sent.
             usleep(100_000)
             return subscriber.pendingMessages
         }
