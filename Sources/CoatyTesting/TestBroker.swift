@@ -167,20 +167,32 @@ public func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condit
 
 /// A port nobody listens on now. The kernel does not hand the same ephemeral port out again right away.
 public func freeLoopbackPort() throws -> Int {
+    let (descriptor, port) = try loopbackSocket()
+    close(descriptor)
+    return port
+}
+
+/// A TCP socket bound to an ephemeral port of 127.0.0.1, listening with `backlog` if one is given: its descriptor
+/// (the caller closes it) and port.
+public func loopbackSocket(listeningWith backlog: Int32? = nil) throws -> (descriptor: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-            bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
+            bind(fd, address, length) == 0 && backlog.map { listen(fd, $0) == 0 } != false
+                && getsockname(fd, address, &length) == 0
         }
     }
-    guard bound else { throw TestSupportError("bind: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    guard bound else {
+        let code = errno
+        close(fd)
+        throw TestSupportError("bind or listen: errno \(code)")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 public func findTool(_ name: String) throws -> URL {

@@ -148,19 +148,12 @@ private final class UnansweringListener: Sendable {
     private let descriptors: Mutex<[Int32]>
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener: Int32
+        (listener, port) = try loopbackSocket(listeningWith: 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(listener, address, length) == 0 && listen(listener, 0) == 0
-                    && getsockname(listener, address, &length) == 0
-            }
-        }
-        guard listener >= 0, bound else { throw TestSupportError("cannot listen: \(String(cString: strerror(errno)))") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
         // A backlog of 0 holds one connection; the next ones fill what the kernel keeps beyond it.
         var all = [listener]
         for _ in 0..<3 {
