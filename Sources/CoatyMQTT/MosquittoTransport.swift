@@ -210,11 +210,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
     /// the same checks run here, so that a bad topic is reported as such rather than queued by the caller.
     public func publish(_ message: MQTTMessage) throws(MQTTError) {
         try Self.checkPayloadSize(message.payload)
-        guard
-            let (executor, isTogether) = state.withLock({ state in
-                state.connected ? state.executor.map { ($0, state.togetherPublishers > 0) } : nil
-            })
-        else {
+        guard let executor = state.withLock({ $0.connected ? $0.executor : nil }) else {
             try Self.checkTopicName(message.topic)
             throw .notConnected
         }
@@ -246,8 +242,11 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
             _ = writeQueued()
             return
         }
-        // Inside `publishingTogether` the packet waits for its end, to leave with the others in one write().
-        guard !isTogether else { return }
+        // Inside `publishingTogether` the packet waits for its end, to leave with the others in one write(). Asked
+        // after the packet was queued: a `publishingTogether` that ends from then on writes it; asked before, one that
+        // ended in between would have written the queue without it, and it would wait for the network thread's next
+        // turn (up to a quarter of the keepalive).
+        guard !state.withLock({ $0.togetherPublishers > 0 }) else { return }
         writeOrWake(executor)
     }
 
