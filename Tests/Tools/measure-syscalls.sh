@@ -2,7 +2,8 @@
 # Counts the system calls of a source agent per published value: COUNT sysfs thermal zones polled every INTERVAL,
 # associated by a router in a second agent over a private mosquitto. Once values flow, `strace -f -c` attaches to the
 # source agent for SECONDS; the values are those the router agent's actor received meanwhile (its Prometheus
-# counter). Prints write, read, poll, futex and all calls per value, failed writes (EAGAIN) per value, and the load;
+# counter). Prints writes (write and send: the MQTT transport sends what it gathered with send), read, poll, futex and
+# all calls per value, failed writes (EAGAIN) per value, and the load;
 # first, untraced for as long, the traced agent's CPU per value (all its threads, from /proc/PID/task/*/schedstat).
 # TRACE=router traces the receiving side instead: the router agent, whose actor takes every value (first binary).
 # With several binaries they run one after the other. strace slows the agent: compare calls per value, not rates.
@@ -82,8 +83,10 @@ for line in open(path):
         errors[name] = int(fields[4]) if len(fields) == 6 else 0
         total += calls[name]
 per = lambda n: f"{n / values:7.2f}" if values else "    n/a"
-print(f"{binary[-40:]:>40} {values:9d} {per(calls.get('write', 0))} {per(calls.get('read', 0))}"
-      f" {per(calls.get('poll', 0))} {per(calls.get('futex', 0))} {per(total):>9} {per(errors.get('write', 0)):>9} {cpu}"
+writes = calls.get('write', 0) + calls.get('sendto', 0)
+write_errors = errors.get('write', 0) + errors.get('sendto', 0)
+print(f"{binary[-40:]:>40} {values:9d} {per(writes)} {per(calls.get('read', 0))}"
+      f" {per(calls.get('poll', 0))} {per(calls.get('futex', 0))} {per(total):>9} {per(write_errors):>9} {cpu}"
       f" {load:>6}")
 PY
     sleep 1
