@@ -12,9 +12,10 @@ import Synchronization
 /// for every packet it queues and read only by its own loop, is closed before the connect (`LibraryWakePipe`).
 /// libmosquitto's reads of the socket go through a buffer of the network thread (`CMosquittoSocket`), and the thread
 /// reads every packet of the buffer before it polls again: a burst of values costs one read() and one poll(), where
-/// libmosquitto alone reads each packet with three read() calls, one packet per poll. Its writes are gathered in a
-/// buffer of the connection for the length of each `mosquitto_loop_write` (`writeQueued`), so that the packets
-/// queued meanwhile (a batch of `publishingTogether`) leave in one write() rather than one each.
+/// libmosquitto alone reads each packet with three read() calls, one packet per poll. Its writes at the end of a
+/// batch (`publishingTogether`) and in the network thread's turn are gathered in a buffer of the connection for the
+/// length of that `mosquitto_loop_write` (`writeQueued`), so that the packets queued meanwhile leave in one write()
+/// rather than one each.
 /// It reconnects by itself: libmosquitto's `mosquitto_loop_forever` keeps its own schedule and retries failed TCP
 /// connects silently, so it can neither follow `MQTTReconnectPolicy` nor report attempts.
 /// The initial connect is not an attempt: when it fails or a connection is lost, attempts 1, 2, ... follow after
@@ -239,7 +240,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         // would deadlock; jobs run between reads, never inside one.
         if executor.isRunningJobOnCurrentThread {
             // A failed write leaves the packet queued; the network thread meets the error on its next write.
-            _ = writeQueued()
+            _ = writeQueued(gathering: false)
             return
         }
         // Inside `publishingTogether` the packet waits for its end, to leave with the others in one write(). Asked
@@ -247,7 +248,7 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         // ended in between would have written the queue without it, and it would wait for the network thread's next
         // turn (up to a quarter of the keepalive).
         guard !state.withLock({ $0.togetherPublishers > 0 }) else { return }
-        writeOrWake(executor)
+        writeOrWake(executor, gathering: false)
     }
 
     /// Holds back what is published while `body` runs, and writes it when `body` returns, in one write() (as many as
@@ -272,9 +273,9 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
                 }
                 if let executor {
                     if executor.isRunningJobOnCurrentThread {
-                        _ = writeQueued()
+                        _ = writeQueued(gathering: true)
                     } else {
-                        writeOrWake(executor)
+                        writeOrWake(executor, gathering: true)
                     }
                 }
             }
@@ -284,13 +285,18 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
 
     /// From a thread other than the network thread: writes what is queued while the network thread sleeps, rather
     /// than waking it for that; wakes it when the socket did not take everything (it then waits to write the rest).
-    private func writeOrWake(_ executor: ConnectionExecutor) {
-        executor.wakeIfSleeping { writeQueued() != MOSQ_ERR_SUCCESS.rawValue || wantsWrite }
+    private func writeOrWake(_ executor: ConnectionExecutor, gathering: Bool) {
+        executor.wakeIfSleeping { writeQueued(gathering: gathering) != MOSQ_ERR_SUCCESS.rawValue || wantsWrite }
     }
 
-    /// Writes the packets libmosquitto has queued, gathered into as few write() calls as the write buffer allows;
-    /// libmosquitto's result, or `MOSQ_ERR_ERRNO` (errno set) when writing what was gathered failed.
-    fileprivate func writeQueued() -> Int32 {
+    /// Writes the packets libmosquitto has queued; libmosquitto's result, or `MOSQ_ERR_ERRNO` (errno set) when writing
+    /// what was gathered failed. `gathering` (a batch's end, the network thread's turn): gathered into as few
+    /// write() calls as the write buffer allows. Without it (the one packet a caller just published: an answer, a
+    /// value on its own), libmosquitto writes straight to the socket, which spares an answer the buffer's lock and
+    /// copy; unless the buffer holds bytes, which must go first. Writes never overlap: other threads write only
+    /// while the network thread sleeps, one at a time (`wakeIfSleeping`), so no gathering is under way meanwhile.
+    fileprivate func writeQueued(gathering: Bool = true) -> Int32 {
+        guard gathering || coaty_write_buffer_pending(writeBuffer) > 0 else { return mosquitto_loop_write(handle, 1) }
         coaty_write_gather_begin(writeBuffer)
         let rc = mosquitto_loop_write(handle, 1)
         guard coaty_write_gather_end() == 0 else { return MOSQ_ERR_ERRNO.rawValue }
