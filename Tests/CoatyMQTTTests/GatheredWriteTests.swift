@@ -1,6 +1,5 @@
 import CMosquittoSocket
 import CoatyMQTT
-import Dispatch
 import MQTTTestSupport
 import Testing
 
@@ -153,32 +152,6 @@ import Testing
             #expect(try await subscriber.nextMessage().payload == Array("\(index)".utf8))
         }
         #expect(publisher.transport.socketWrites - writesAlone == 0)
-        try await subscriber.disconnect()
-        try await publisher.disconnect()
-    }
-
-    /// Another thread's publication while a batch is open waits for the batch and leaves with it when it ends, even
-    /// though that thread returned long before; after the batch, publications leave at once again.
-    @Test func anotherThreadsPublicationDuringABatchLeavesWithIt() async throws {
-        let broker = try await TestBroker.started()
-        let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["mixed/#"])
-        let publisher = try await TestClient.connected(to: broker)
-        let other = DispatchSemaphore(value: 0)
-        let heldBack = try publisher.transport.publishingTogether { () throws -> [MQTTMessage] in
-            try publisher.publish("mixed/batch", "1")
-            DispatchQueue.global().async {
-                try? publisher.publish("mixed/other", "2")
-                other.signal()
-            }
-            other.wait()
-            usleep(100_000)
-            return subscriber.pendingMessages
-        }
-        #expect(heldBack == [])
-        let both = try await subscriber.nextMessages(2)
-        #expect(both.map(\.topic) == ["mixed/batch", "mixed/other"])
-        try publisher.publish("mixed/after", "3")
-        #expect(try await subscriber.nextMessage().topic == "mixed/after")
         try await subscriber.disconnect()
         try await publisher.disconnect()
     }

@@ -1,4 +1,5 @@
 import CoatyMQTT
+import Dispatch
 import Glibc
 import MQTTTestSupport
 import Testing
@@ -43,7 +44,8 @@ import Testing
     }
 
     /// What is published inside `publishingTogether` is held back (queued, not written) until the outermost call
-    /// returns, then arrives complete and in order; so a batch of values leaves in one write(), not one each.
+    /// returns, then arrives complete and in order; so a batch of values leaves in one write(), not one each. That
+    /// includes what another thread publishes meanwhile, though that thread returned long before the batch ends.
     @Test func publishingTogetherHoldsPacketsBackUntilTheOutermostCallReturns() async throws {
         let broker = try await TestBroker.started()
         let subscriber = try await TestClient.connected(to: broker, subscribingTo: ["together/#"])
@@ -51,13 +53,22 @@ import Testing
         let heldBack = try publisher.transport.publishingTogether { () throws -> [MQTTMessage] in
             try publisher.publish("together/1", "one")
             try publisher.transport.publishingTogether { () throws in try publisher.publish("together/2", "two") }
+            let other = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                try? publisher.publish("together/other", "other")
+                other.signal()
+            }
+            other.wait()
             // Long enough for the broker to pass on anything that was sent.
             usleep(100_000)
             return subscriber.pendingMessages
         }
         #expect(heldBack == [])
         try publisher.publish("together/3", "three")
-        #expect(try await subscriber.nextMessages(3).map(\.topic) == ["together/1", "together/2", "together/3"])
+        #expect(
+            try await subscriber.nextMessages(4).map(\.topic) == [
+                "together/1", "together/2", "together/other", "together/3",
+            ])
         try await subscriber.disconnect()
         try await publisher.disconnect()
     }
