@@ -238,17 +238,12 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
         // inside one of libmosquitto's callbacks (a synchronous observer that publishes from `dispatch`): it holds
         // its callback mutex around `on_message` and takes it again for `on_publish` as it writes, so a write there
         // would deadlock; jobs run between reads, never inside one.
-        if executor.isRunningJobOnCurrentThread {
-            // A failed write leaves the packet queued; the network thread meets the error on its next write.
-            _ = writeQueued(gathering: false)
-            return
-        }
-        // Inside `publishingTogether` the packet waits for its end, to leave with the others in one write(). Asked
-        // after the packet was queued: a `publishingTogether` that ends from then on writes it; asked before, one that
-        // ended in between would have written the queue without it, and it would wait for the network thread's next
-        // turn (up to a quarter of the keepalive).
-        guard !state.withLock({ $0.togetherPublishers > 0 }) else { return }
-        writeOrWake(executor, gathering: false)
+        // From another thread, inside `publishingTogether`, the packet waits for its end, to leave with the others in
+        // one write(). Asked after the packet was queued: a `publishingTogether` that ends from then on writes it;
+        // asked before, one that ended in between would have written the queue without it, and it would wait for the
+        // network thread's next turn (up to a quarter of the keepalive).
+        if !executor.isRunningJobOnCurrentThread, state.withLock({ $0.togetherPublishers > 0 }) { return }
+        writeQueued(on: executor, gathering: false)
     }
 
     /// Holds back what is published while `body` runs, and writes it when `body` returns, in one write() (as many as
@@ -271,22 +266,22 @@ public final class MosquittoTransport: MQTTTransport, @unchecked Sendable {
                     state.togetherPublishers -= 1
                     return state.togetherPublishers == 0 && state.connected ? state.executor : nil
                 }
-                if let executor {
-                    if executor.isRunningJobOnCurrentThread {
-                        _ = writeQueued(gathering: true)
-                    } else {
-                        writeOrWake(executor, gathering: true)
-                    }
-                }
+                if let executor { writeQueued(on: executor, gathering: true) }
             }
         }
         return try body()
     }
 
-    /// From a thread other than the network thread: writes what is queued while the network thread sleeps, rather
-    /// than waking it for that; wakes it when the socket did not take everything (it then waits to write the rest).
-    private func writeOrWake(_ executor: ConnectionExecutor, gathering: Bool) {
-        executor.wakeIfSleeping { writeQueued(gathering: gathering) != MOSQ_ERR_SUCCESS.rawValue || wantsWrite }
+    /// Writes what is queued, from the thread that published it: a job on the network thread at once; another thread
+    /// while the network thread sleeps, rather than waking it for that, and it wakes it when the socket did not take
+    /// everything (it then waits to write the rest). An awake network thread writes it before it sleeps.
+    private func writeQueued(on executor: ConnectionExecutor, gathering: Bool) {
+        if executor.isRunningJobOnCurrentThread {
+            // A failed write leaves the packet queued; the network thread meets the error on its next write.
+            _ = writeQueued(gathering: gathering)
+        } else {
+            executor.wakeIfSleeping { writeQueued(gathering: gathering) != MOSQ_ERR_SUCCESS.rawValue || wantsWrite }
+        }
     }
 
     /// Writes the packets libmosquitto has queued; libmosquitto's result, or `MOSQ_ERR_ERRNO` (errno set) when writing
